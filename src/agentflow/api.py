@@ -138,17 +138,16 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
     )
 
     # attributes of the api beyond ``__all__``: the error classes, annotations' types
-    from agentflow.compiler.checker import CheckResult  # noqa: F401
-    from agentflow.core.diagnostics import Diagnostic  # noqa: F401
-    from agentflow.errors import (  # noqa: F401
-        CompileError,
-        ConfigError,
-        ContractError,
-        FlowError,
-        InputError,
-        PlanLoadError,
-    )
-    from agentflow.runtime.result import RunResult  # noqa: F401
+    # (re-exported explicitly: `X as X`, for type checkers' no-implicit-reexport)
+    from agentflow.compiler.checker import CheckResult as CheckResult
+    from agentflow.core.diagnostics import Diagnostic as Diagnostic
+    from agentflow.errors import CompileError as CompileError
+    from agentflow.errors import ConfigError as ConfigError
+    from agentflow.errors import ContractError as ContractError
+    from agentflow.errors import FlowError as FlowError
+    from agentflow.errors import InputError as InputError
+    from agentflow.errors import PlanLoadError as PlanLoadError
+    from agentflow.runtime.result import RunResult as RunResult
 
 __all__ = [
     "CompileError",

@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 
-def gen_python(flow: str | os.PathLike, module: str | os.PathLike) -> str:
+def gen_python(flow: str | os.PathLike[str], module: str | os.PathLike[str]) -> str:
     """The text of the typed client module of the `.flow` file ``flow``, to be written at
     ``module`` (the module finds the flow relative to its own directory):
     docs/reference/python-clients.md.  Raises :class:`CompileError` when the program has

@@ -65,7 +65,7 @@ class PlanCheck:
         return not any(d.is_error for d in self.diagnostics)
 
 
-def check_plan(path: str | os.PathLike, *, config: Any = None) -> PlanCheck:
+def check_plan(path: str | os.PathLike[str], *, config: Any = None) -> PlanCheck:
     """Every problem of the plan file at ``path`` in one run (``flowc plan validate``): its YAML,
     its structure and templates (docs/spec/PLAN_IR.md §1–6), and the load-time checks
     ``flowc run`` makes (:func:`agentflow.runtime.tools.build.plan_load_problems`: tool names,
@@ -108,10 +108,10 @@ def check_plan(path: str | os.PathLike, *, config: Any = None) -> PlanCheck:
 
 
 def graph(
-    target: str | os.PathLike | Plan,
+    target: str | os.PathLike[str] | Plan,
     *,
     format: str = "mermaid",
-    run: str | os.PathLike | Iterable[dict[str, Any]] | None = None,
+    run: str | os.PathLike[str] | Iterable[dict[str, Any]] | None = None,
 ) -> str:
     """The graph of a `.flow` file (compiled in memory), a plan file or a loaded plan, as
     Mermaid (``format="mermaid"``, a ``flowchart``) or Graphviz DOT (``"dot"``) text: stages,
@@ -134,9 +134,9 @@ def graph(
 
 
 def report(
-    trace: str | os.PathLike,
+    trace: str | os.PathLike[str],
     *,
-    plan: str | os.PathLike | Plan | None = None,
+    plan: str | os.PathLike[str] | Plan | None = None,
     title: str | None = None,
 ) -> str:
     """A self-contained HTML report of the run recorded in ``trace`` (a ``--trace`` file): the
@@ -159,7 +159,7 @@ def report(
 
 
 def _report_plan(
-    events: list[dict[str, Any]], trace: str | os.PathLike, plan: Any
+    events: list[dict[str, Any]], trace: str | os.PathLike[str], plan: Any
 ) -> tuple[Plan | None, str | None, str | None]:
     """The plan of a report and its `.flow` text: ``plan`` when given (errors raised), else the
     file named by the trace's ``run_started`` (None when it cannot be found or loaded)."""
@@ -196,7 +196,7 @@ def _report_plan(
 
 
 def list_tools(
-    config: Config | str | os.PathLike | None = None, *, connect: bool = True
+    config: Config | str | os.PathLike[str] | None = None, *, connect: bool = True
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """``(rows, errors)`` of the tool catalog of ``config`` (``flowc tools``;
     docs/reference/tools.md): a row ``{name, source, description, input_schema,
@@ -211,11 +211,11 @@ def list_tools(
 def ask_sync(
     question: str,
     *,
-    config: Config | str | os.PathLike | None = None,
-    workspace: str | os.PathLike | None = None,
-    trace: str | os.PathLike | None = None,
-    record: str | os.PathLike | None = None,
-    replay: str | os.PathLike | None = None,
+    config: Config | str | os.PathLike[str] | None = None,
+    workspace: str | os.PathLike[str] | None = None,
+    trace: str | os.PathLike[str] | None = None,
+    record: str | os.PathLike[str] | None = None,
+    replay: str | os.PathLike[str] | None = None,
     max_iterations: int | None = None,
     on_progress: Callable[[str, str], Any] | None = None,
     durable: bool = False,
@@ -284,7 +284,7 @@ def ask_sync(
 async def _ask_durable(
     question: str,
     *,
-    config: Config | str | os.PathLike | None,
+    config: Config | str | os.PathLike[str] | None,
     workspace: str | None,
     trace: str | None,
     max_iterations: int | None,

@@ -186,7 +186,7 @@ def _problem_span(message: str, plan: dict[str, Any], file: str) -> Span:
     return Span(file, line, column, line, column + 1)
 
 
-def compile_flow(path: str | os.PathLike) -> CompiledFlow:
+def compile_flow(path: str | os.PathLike[str]) -> CompiledFlow:
     """Check and lower the `.flow` file at ``path`` (see :func:`compile_source`)."""
     return compile_source(read_source(path), str(path))
 
@@ -204,7 +204,7 @@ def output_place(text: str, file: str) -> tuple[str, Span] | None:
     return stage.name.name, value_span(stage.body.stmts, stage.span)
 
 
-def load(path: str | os.PathLike) -> Plan:
+def load(path: str | os.PathLike[str]) -> Plan:
     """Load a runnable plan: a `.flow` file is compiled in memory, anything else is read as a
     YAML/JSON plan file.  Raises :class:`CompileError` or :class:`PlanLoadError`."""
     p = Path(path)
@@ -216,7 +216,7 @@ def load(path: str | os.PathLike) -> Plan:
     return load_plan(p)
 
 
-def load_plan_or_library(path: str | os.PathLike) -> Plan | None:
+def load_plan_or_library(path: str | os.PathLike[str]) -> Plan | None:
     """:func:`load` for the plans directory: None for a `.flow` library (a file of types the
     directory's flows import is not a ``plan__`` tool: docs/reference/programs.md
     "Libraries")."""
@@ -234,7 +234,7 @@ def _shown_path(path: Path) -> str:
         return str(path)
 
 
-def library_message(path: str | os.PathLike, compiled: CompiledFlow) -> str:
+def library_message(path: str | os.PathLike[str], compiled: CompiledFlow) -> str:
     """What a `.flow` library is and what to run instead (``flowc run`` of one): the flows
     near it that import it, else how to make it a flow."""
     p = Path(path)
@@ -261,7 +261,7 @@ def library_message(path: str | os.PathLike, compiled: CompiledFlow) -> str:
     )
 
 
-def plan_text(target: str | os.PathLike | Plan) -> tuple[str, str]:
+def plan_text(target: str | os.PathLike[str] | Plan) -> tuple[str, str]:
     """``(plan YAML text, file name)`` of a `.flow` file (compiled), a plan file or a loaded plan:
     the input a durable run records, so editing the file never changes a run in flight."""
     if isinstance(target, Plan):

@@ -66,7 +66,7 @@ __all__ = [
 
 
 def durable_database(
-    *, config: Config | str | os.PathLike | None = None, database: str | None = None
+    *, config: Config | str | os.PathLike[str] | None = None, database: str | None = None
 ) -> str:
     """The URL of the durable runs database of ``config`` (``database``: a SQLite file or
     PostgreSQL URL given explicitly), as ``flowc runs --database`` resolves it (docs/durable.md).
@@ -93,7 +93,7 @@ class RunDatabase:
 def durable_run_database(
     run_id: str,
     *,
-    config: Config | str | os.PathLike | None = None,
+    config: Config | str | os.PathLike[str] | None = None,
     database: str | None = None,
 ) -> RunDatabase:
     """The database of durable run ``run_id`` for ``flowc runs show``, ``answer``, ``cancel``,
@@ -277,7 +277,7 @@ async def answer_run(
     step: str,
     value: Any,
     *,
-    config: Config | str | os.PathLike | None = None,
+    config: Config | str | os.PathLike[str] | None = None,
     database: str | None = None,
 ) -> None:
     """Answer the question durable run ``run_id`` waits on at ``step`` (its step path, or its

@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 
-def check(path: str | os.PathLike) -> CheckResult:
+def check(path: str | os.PathLike[str]) -> CheckResult:
     """Parse and type-check the `.flow` file at ``path``.
 
     Never raises for the file's content (every problem is a diagnostic); raises ``OSError`` when
@@ -66,13 +66,13 @@ def check(path: str | os.PathLike) -> CheckResult:
 
 
 def run_tests(
-    paths: str | os.PathLike | list[str | os.PathLike],
+    paths: str | os.PathLike[str] | list[str | os.PathLike[str]],
     pattern: str | None = None,
     fail_fast: bool = False,
     *,
     on_outcome: Callable[[Any], Any] | None = None,
     jobs: int = 1,
-    cache: str | os.PathLike | None = None,
+    cache: str | os.PathLike[str] | None = None,
 ) -> TestReport:
     """Run the ``test`` blocks of the `.flow` files under ``paths`` (files or directories,
     searched recursively) hermetically and return a :class:`agentflow.flowtest.TestReport`
@@ -94,19 +94,19 @@ def run_tests(
 
 
 async def evaluate_async(
-    flow: str | os.PathLike,
-    datasets: list[str | os.PathLike] | None = None,
+    flow: str | os.PathLike[str],
+    datasets: list[str | os.PathLike[str]] | None = None,
     *,
     eval_name: str | None = None,
-    config: Config | str | os.PathLike | None = None,
-    workspace: str | os.PathLike | None = None,
+    config: Config | str | os.PathLike[str] | None = None,
+    workspace: str | os.PathLike[str] | None = None,
     models: list[str] | None = None,
     model: str | None = None,
-    replay: str | os.PathLike | None = None,
+    replay: str | os.PathLike[str] | None = None,
     repeat: int = 1,
     concurrency: int = 4,
     timeout: float | None = None,
-    cache: str | os.PathLike | None = ".flowc-cache",
+    cache: str | os.PathLike[str] | None = ".flowc-cache",
     on_run: Callable[[Any], Any] | None = None,
     telemetry: bool | str | None = None,
     tracer_provider: Any = None,
@@ -183,7 +183,7 @@ async def evaluate_async(
     return report
 
 
-def evaluate(flow: str | os.PathLike, datasets: Any = None, **kwargs: Any) -> Any:
+def evaluate(flow: str | os.PathLike[str], datasets: Any = None, **kwargs: Any) -> Any:
     """:func:`evaluate_async` for synchronous callers (``flowc eval``): its own event loop,
     where SIGINT/SIGTERM stop it gracefully."""
     return run_loop(evaluate_async(flow, datasets, **kwargs))
@@ -198,7 +198,7 @@ def interrupted_report(stopped: BaseException) -> EvalReport | None:
     return result if isinstance(result, EvalReport) else None
 
 
-def read_baseline(baseline: str | os.PathLike) -> dict[str, Any]:
+def read_baseline(baseline: str | os.PathLike[str]) -> dict[str, Any]:
     """The data of the ``--json`` report file ``baseline`` (docs/reference/evals.md
     "Baselines"), checked for the shape :func:`compare_eval` reads. ``flowc eval --baseline``
     reads it before any case runs, so a wrong file costs no inference. Raises
@@ -211,7 +211,7 @@ def read_baseline(baseline: str | os.PathLike) -> dict[str, Any]:
         raise ConfigError(f"{baseline}: not a baseline: {e}") from None
 
 
-def compare_eval(report: Any, baseline: str | os.PathLike | dict[str, Any]) -> Any:
+def compare_eval(report: Any, baseline: str | os.PathLike[str] | dict[str, Any]) -> Any:
     """Compare an :class:`~agentflow.evals.EvalReport` with the ``--json`` file ``baseline``
     (or its data, from :func:`read_baseline`): an :class:`agentflow.evals.Comparison` (the cases
     whose scores changed, regressions and improvements, per-scorer deltas with a note on noise,

@@ -162,18 +162,18 @@ def plan_needs_model(plan: Plan) -> bool:
 
 
 async def run(
-    target: str | os.PathLike | Plan,
+    target: str | os.PathLike[str] | Plan,
     input: Any = None,
     *,
-    config: Config | str | os.PathLike | None = None,
-    workspace: str | os.PathLike | None = None,
-    trace: str | os.PathLike | None = None,
+    config: Config | str | os.PathLike[str] | None = None,
+    workspace: str | os.PathLike[str] | None = None,
+    trace: str | os.PathLike[str] | None = None,
     sinks: Iterable[Sink] = (),
     hooks: Hooks | None = None,
     catalog: Catalog | None = None,
     router: ModelRouter | None = None,
-    record: str | os.PathLike | None = None,
-    replay: str | os.PathLike | None = None,
+    record: str | os.PathLike[str] | None = None,
+    replay: str | os.PathLike[str] | None = None,
     shape_cache: ShapeCache | Literal[False] | None = None,
     on_partial: Callable[[str, Any], Any] | None = None,
     telemetry: bool | str | None = None,
@@ -312,7 +312,9 @@ async def run(
 
 
 def _prepare(
-    target: str | os.PathLike | Plan, config: Config | str | os.PathLike | None, catalog: Any
+    target: str | os.PathLike[str] | Plan,
+    config: Config | str | os.PathLike[str] | None,
+    catalog: Any,
 ) -> tuple[Plan, Config, Catalog | None]:
     """What :func:`run` does before its first await, on a worker thread: ``target`` loaded (a `.flow` compiled), the configuration read and, unless
     ``catalog`` is given, the catalog built (for a catalog built here whose run never starts,
@@ -418,9 +420,9 @@ async def _run_durable(
 async def resume_run(
     run_id: str,
     *,
-    config: Config | str | os.PathLike | None = None,
+    config: Config | str | os.PathLike[str] | None = None,
     database: str | None = None,
-    trace: str | os.PathLike | None = None,
+    trace: str | os.PathLike[str] | None = None,
     telemetry: bool | str | None = None,
     sinks: Sequence[Sink] = (),
     on_waiting: Callable[[list[Any]], None] | None = None,
@@ -451,9 +453,9 @@ async def resume_run(
 def resume_run_sync(
     run_id: str,
     *,
-    config: Config | str | os.PathLike | None = None,
+    config: Config | str | os.PathLike[str] | None = None,
     database: str | None = None,
-    trace: str | os.PathLike | None = None,
+    trace: str | os.PathLike[str] | None = None,
     telemetry: bool | str | None = None,
     sinks: Sequence[Sink] = (),
     on_waiting: Callable[[list[Any]], None] | None = None,
@@ -472,18 +474,18 @@ def resume_run_sync(
 
 
 def run_sync(
-    target: str | os.PathLike | Plan,
+    target: str | os.PathLike[str] | Plan,
     input: Any = None,
     *,
-    config: Config | str | os.PathLike | None = None,
-    workspace: str | os.PathLike | None = None,
-    trace: str | os.PathLike | None = None,
+    config: Config | str | os.PathLike[str] | None = None,
+    workspace: str | os.PathLike[str] | None = None,
+    trace: str | os.PathLike[str] | None = None,
     sinks: Iterable[Sink] = (),
     hooks: Hooks | None = None,
     catalog: Catalog | None = None,
     router: ModelRouter | None = None,
-    record: str | os.PathLike | None = None,
-    replay: str | os.PathLike | None = None,
+    record: str | os.PathLike[str] | None = None,
+    replay: str | os.PathLike[str] | None = None,
     shape_cache: ShapeCache | Literal[False] | None = None,
     on_partial: Callable[[str, Any], Any] | None = None,
     telemetry: bool | str | None = None,

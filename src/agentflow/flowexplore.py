@@ -83,7 +83,7 @@ class ExploreReport:
     error: str | None = None
 
 
-def explore(path: str | os.PathLike, runs: int) -> ExploreReport:
+def explore(path: str | os.PathLike[str], runs: int) -> ExploreReport:
     """Run the flow at ``path`` ``runs`` times with generated answers (docs/reference/testing.md
     "Exploring"): agents answer with the test model, seeds ``0 … runs-1``; every tool answers a
     value generated from its declared result type (nothing touches the disk or the network); the
@@ -157,7 +157,7 @@ async def _explore(file: Path, runs: int) -> ExploreReport:
     return report
 
 
-def _source_key(source: str) -> tuple:
+def _source_key(source: str) -> tuple[str, int, int]:
     parts = source.rsplit(":", 2)
     try:
         return (parts[0], int(parts[1]), int(parts[2]))

@@ -26,6 +26,7 @@ import json
 import os
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -171,7 +172,7 @@ class TestReport:
         return "\n".join(lines) + "\n"
 
 
-def find_flow_files(paths: list[str | os.PathLike]) -> list[Path]:
+def find_flow_files(paths: list[str | os.PathLike[str]]) -> list[Path]:
     """The `.flow` files named by ``paths`` (directories searched recursively, sorted)."""
     out: list[Path] = []
     for p in paths:
@@ -192,13 +193,13 @@ def find_flow_files(paths: list[str | os.PathLike]) -> list[Path]:
 
 
 def run_tests(
-    paths: list[str | os.PathLike] | str | os.PathLike,
+    paths: list[str | os.PathLike[str]] | str | os.PathLike[str],
     pattern: str | None = None,
     fail_fast: bool = False,
     *,
     on_outcome: Any = None,
     jobs: int = 1,
-    cache: str | os.PathLike | None = None,
+    cache: str | os.PathLike[str] | None = None,
 ) -> TestReport:
     """Run the `test` blocks of the `.flow` files under ``paths`` (files or directories) and
     return a :class:`TestReport` (docs/reference/testing.md).
@@ -512,7 +513,13 @@ def _plan_tool_name(name: str, sig: Any) -> str:
 
 
 async def _run_one(
-    file: Path, shown: str, text: str, result: Any, plan: dict, test: Any, case: dict[str, Any]
+    file: Path,
+    shown: str,
+    text: str,
+    result: Any,
+    plan: dict[str, Any],
+    test: Any,
+    case: dict[str, Any],
 ) -> list[str]:
     """Run one test (``case``: the binding of a parametrised test's case, else empty); the
     failure messages (empty when it passed)."""
@@ -523,7 +530,13 @@ async def _run_one(
 
 
 async def _run_prepared(
-    file: Path, shown: str, text: str, result: Any, plan: dict, test: Any, case: dict[str, Any]
+    file: Path,
+    shown: str,
+    text: str,
+    result: Any,
+    plan: dict[str, Any],
+    test: Any,
+    case: dict[str, Any],
 ) -> list[str]:
     import copy
 
@@ -784,10 +797,10 @@ def _unconsumed(shown: str, every: list[Answers], stage_values: dict[str, Answer
 
 
 def _route_stubs(
-    data: dict,
+    data: dict[str, Any],
     agent_values: dict[str, Any],
     stage_values: dict[str, Any],
-    answers: dict,
+    answers: dict[str, Answers],
     env: Any,
 ) -> None:
     """Point every stubbed agent step of plan ``data`` (sub-plans included) at a stub client:
@@ -917,7 +930,7 @@ def _answers_tool(
     return Tool(plan_name, what, {"type": "object"}, answer, source="test-stub")
 
 
-def _stub_named_steps(data: dict, stub: Any, answers: Answers, Tool: Any) -> list[Any]:
+def _stub_named_steps(data: dict[str, Any], stub: Any, answers: Answers, Tool: Any) -> list[Any]:
     """Turn the steps ``stub ask|step NAME`` answers into calls of a stub tool each, and return
     those tools (none: no step found). ``stub step NAME``: every step bound by ``let NAME``;
     ``stub ask NAME``: the ``ask`` steps bound by ``let NAME``, else every ``ask`` step of stage
@@ -937,14 +950,14 @@ def _stub_named_steps(data: dict, stub: Any, answers: Answers, Tool: Any) -> lis
     for n, st in enumerate(chosen):
         tool_name = f"test_stub__{stub.kind}_{name}_{n}"
         wrap, contract = _result_shape(st), _contract(st)
-        keep = {k: st[k] for k in ("id", "select", "meta") if k in st}
+        keep: dict[str, Any] = {k: st[k] for k in ("id", "select", "meta") if k in st}
         st.clear()
         st.update(keep, tool_name=tool_name, input={})
         tools.append(_answers_tool(Tool, tool_name, answers, wrap, contract))
     return tools
 
 
-def _contract(step: dict) -> tuple[dict[str, Any], str, Any] | None:
+def _contract(step: dict[str, Any]) -> tuple[dict[str, Any], str, Any] | None:
     """What the value a ``stub step|ask`` gives ``step`` is held to, as a real result is:
     ``(schema, what it is, the value as the schema reads it)`` (an agent's ``expect`` of a
     non-object type reads ``{value: V}``), or None (the step declares none)."""
@@ -960,7 +973,7 @@ def _contract(step: dict) -> tuple[dict[str, Any], str, Any] | None:
     return (schema, what, shape) if isinstance(schema, dict) else None
 
 
-def _result_shape(step: dict) -> Any:
+def _result_shape(step: dict[str, Any]) -> Any:
     """How the result of ``step`` holds its value, for its ``select``: a function value → result."""
     tool = str(step.get("tool_name"))
     select = str(step.get("select") or "")
@@ -1078,7 +1091,7 @@ def _as_checked(schema: Any) -> Any:
     return out
 
 
-def _plan_steps(data: Any):
+def _plan_steps(data: Any) -> Iterator[dict[str, Any]]:
     """Every step dict of plan ``data``: top level, bodies and sub-plans."""
     if isinstance(data, dict):
         if "tool_name" in data:

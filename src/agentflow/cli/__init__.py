@@ -168,7 +168,7 @@ from agentflow.cli.common import (  # noqa: E402
     given_files,
     given_input,
 )
-from agentflow.core.diagnostics import did_you_mean  # noqa: E402
+from agentflow.core.diagnostics import Diagnostic, did_you_mean  # noqa: E402
 from agentflow.core.redaction import RedactingStream, register_environment  # noqa: E402
 from agentflow.errors import (  # noqa: E402
     ContractError,
@@ -295,7 +295,7 @@ def check(paths: tuple[str, ...], fmt: str, warnings_as_errors: bool) -> None:
     if not files:  # a CI job pointed at the wrong directory checks nothing: not a pass
         _err(f"error: no .flow files in {', '.join(paths)}")
         sys.exit(2)
-    diags: list = []
+    diags: list[Diagnostic] = []
     sources: dict[str, str] = {}
     configs: set[Path] = set()  # each flow.toml once
     for f in files:

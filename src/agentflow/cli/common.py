@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 import click
 
 from agentflow import api
+from agentflow.core.diagnostics import Diagnostic
 from agentflow.core.redaction import redact, redact_data
 from agentflow.core.spans import Span
 from agentflow.core.text import choices_text, escape_surrogates, source_lines, visible
@@ -74,7 +75,7 @@ def _fail(e: FlowError) -> NoReturn:
     sys.exit(1)
 
 
-def _with_sources(diags: list, sources: dict[str, str]) -> dict[str, str]:
+def _with_sources(diags: list[Diagnostic], sources: dict[str, str]) -> dict[str, str]:
     """``sources`` plus the text of every other file the diagnostics name that can be read (for
     the source excerpts; a file that cannot be read is shown without)."""
     out = dict(sources)
@@ -178,7 +179,7 @@ def _flow_files(paths: tuple[str, ...]) -> list[Path]:
     return out
 
 
-def _render(diags: list, sources: dict[str, str], fmt: str) -> str:
+def _render(diags: list[Diagnostic], sources: dict[str, str], fmt: str) -> str:
     """The diagnostics as ``flowc check --format FMT`` prints them on stderr; the text format
     is :class:`Styled` (its renderer escapes what came from the files, its colours are ours)."""
     text = api.render_diagnostics(diags, sources, fmt, color=sys.stderr.isatty())
@@ -214,7 +215,7 @@ def _finite_only(value: Any) -> Any:
     return value
 
 
-def _show_run_error(error: ErrorInfo | dict, target: str) -> None:
+def _show_run_error(error: ErrorInfo | dict[str, Any], target: str) -> None:
     error = ErrorInfo.from_dict(error) or ErrorInfo(Code.FAILED, "the run failed")
     label = error.get("label")  # the failed step in the .flow's terms (runtime/where.py)
     loc = Span.parse(error.source)

@@ -94,11 +94,13 @@ def _at(file: str, line: int, column: int = 1, width: int = 1) -> Span:
     return Span(file, line, column, line, column + width, 0, 0)
 
 
-def _diag(code: str, message: str, span: Span, hint: str | None = None, notes=None) -> Diagnostic:
+def _diag(
+    code: str, message: str, span: Span, hint: str | None = None, notes: list[Note] | None = None
+) -> Diagnostic:
     return Diagnostic(code, message, span, notes or [], hint, D.CODES[code].severity)
 
 
-def read_dataset(path: str | os.PathLike, shown: str | None = None) -> Dataset:
+def read_dataset(path: str | os.PathLike[str], shown: str | None = None) -> Dataset:
     """Read the cases of one dataset file (JSON Lines, YAML or JSON; see the module docstring).
 
     ``shown``: the file name diagnostics carry (default: ``path`` as given). Never raises: an

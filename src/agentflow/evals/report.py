@@ -581,7 +581,7 @@ def compare(report: EvalReport, baseline: dict[str, Any]) -> Comparison:
     return out
 
 
-def _significance(before: list[dict], after: list[dict], delta: float) -> str:
+def _significance(before: list[dict[str, Any]], after: list[dict[str, Any]], delta: float) -> str:
     """Whether ``delta`` is beyond twice its standard error, from the variance the repetitions
     measured (``single runs``: no repetitions, no variance to judge by)."""
     if not any(g["runs"] > 1 for g in before + after):

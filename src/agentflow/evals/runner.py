@@ -93,7 +93,7 @@ class ResponseCache:
     keyed by the SHA-256 of ``scope`` (model and repetition) and the request's cassette key.
     Written atomically (a crash never leaves half a file); counts ``hits``."""
 
-    def __init__(self, root: str | os.PathLike):
+    def __init__(self, root: str | os.PathLike[str]):
         self.root = Path(root)
         self.hits = 0
         self.stores = 0
@@ -130,7 +130,9 @@ class ResponseCache:
 class _CachingClient:
     """A model client answering from the cache, else from ``inner`` (then kept)."""
 
-    def __init__(self, inner: Any, cache: ResponseCache | None, scope: str, counts: dict):
+    def __init__(
+        self, inner: Any, cache: ResponseCache | None, scope: str, counts: dict[str, int]
+    ) -> None:
         self.inner = inner
         self.cache = cache
         self.scope = scope
@@ -158,7 +160,9 @@ class _CachingClient:
             await close()
 
 
-def _router(config: Any, model: str | None, scope: str, cache: ResponseCache | None, counts: dict):
+def _router(
+    config: Any, model: str | None, scope: str, cache: ResponseCache | None, counts: dict[str, int]
+) -> ModelRouter:
     """A model router whose clients go through the cache; every call of the flow answered by
     ``model`` (a named model) when given, else by the configured roles."""
     holder: dict[str, Any] = {}
@@ -214,7 +218,9 @@ def _is_file(path: Path) -> bool:
         return False
 
 
-def dataset_diagnostics(result: Any, file: str, block: Any, datasets: list[str]) -> tuple:
+def dataset_diagnostics(
+    result: Any, file: str, block: Any, datasets: list[str]
+) -> tuple[list[Case], list[Any], dict[str, str]]:
     """Read and check ``datasets`` (paths; the block's own when empty) for the checked flow
     ``result`` and eval ``block``: ``(cases, diagnostics, sources)``."""
     paths: list[tuple[str, Path]] = []
@@ -278,7 +284,7 @@ def dataset_diagnostics(result: Any, file: str, block: Any, datasets: list[str])
 
 
 def prepare(
-    flow: str | os.PathLike, datasets: list[str] | None = None, eval_name: str | None = None
+    flow: str | os.PathLike[str], datasets: list[str] | None = None, eval_name: str | None = None
 ) -> Prepared:
     """Check ``flow``, pick its eval block (``eval_name``, else the only one), read and check
     the datasets (``datasets``, else the block's ``dataset`` files). Never raises for the
@@ -423,7 +429,7 @@ async def run_eval(
     workspace: Path,
     models: list[str] | None = None,
     model: str | None = None,
-    replay: str | os.PathLike | None = None,
+    replay: str | os.PathLike[str] | None = None,
     repeat: int = 1,
     concurrency: int = 4,
     timeout_s: float | None = None,
@@ -498,7 +504,7 @@ async def _run_case(
     replay: Any,
     timeout_s: float | None,
     cache: ResponseCache | None,
-    counts: dict,
+    counts: dict[str, int],
     sink: Any = None,
 ) -> CaseRun:
     mine = {"requests": 0, "cached": 0, "answered": 0}
@@ -569,7 +575,7 @@ def _case_router(
     replay: Any,
     repeat: int,
     cache: ResponseCache | None,
-    counts: dict,
+    counts: dict[str, int],
 ) -> Any:
     if model is not None:
         seed, call_tools = parse_model_option(model)
@@ -590,7 +596,7 @@ async def _score(
     replay: Any,
     repeat: int,
     cache: ResponseCache | None,
-    counts: dict,
+    counts: dict[str, int],
 ) -> dict[str, ScoreResult]:
     block = prepared.block
     out: dict[str, ScoreResult] = {}
@@ -648,7 +654,7 @@ async def _judge(
     replay: Any,
     repeat: int,
     cache: ResponseCache | None,
-    counts: dict,
+    counts: dict[str, int],
 ) -> ScoreResult:
     """One ``judge`` scorer: the rubric to the ``judge`` role, its verdict checked."""
     mine = {"requests": 0, "cached": 0, "answered": 0}

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["LspClient", "LspError"]
@@ -43,17 +44,17 @@ class LspClient:
             env=env,
         )
         self._next_id = 0
-        self._responses: dict[int, dict] = {}
-        self._notes: list[dict] = []
+        self._responses: dict[int, dict[str, Any]] = {}
+        self._notes: list[dict[str, Any]] = []
         #: the server → client requests received (``client/registerCapability`` …), answered null
-        self.server_requests: list[dict] = []
+        self.server_requests: list[dict[str, Any]] = []
         self._cond = threading.Condition()
         self._reader = threading.Thread(target=self._read_loop, daemon=True)
         self._reader.start()
 
     # -- framing -------------------------------------------------------------------------------
 
-    def _send(self, msg: dict) -> None:
+    def _send(self, msg: dict[str, Any]) -> None:
         body = json.dumps(msg).encode("utf-8")
         assert self.proc.stdin is not None
         self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
@@ -114,7 +115,12 @@ class LspClient:
         """Send a notification."""
         self._send({"jsonrpc": "2.0", "method": method, "params": params})
 
-    def wait_notification(self, method: str, predicate=None, timeout: float = 10.0) -> dict:
+    def wait_notification(
+        self,
+        method: str,
+        predicate: Callable[[Any], bool] | None = None,
+        timeout: float = 10.0,
+    ) -> dict[str, Any]:
         """Remove and return the first received notification ``method`` whose ``params``
         satisfy ``predicate`` (waiting up to ``timeout`` seconds); raises :class:`LspError`."""
         deadline = time.monotonic() + timeout
@@ -122,7 +128,8 @@ class LspClient:
             while True:
                 for i, n in enumerate(self._notes):
                     if n.get("method") == method and (predicate is None or predicate(n["params"])):
-                        return self._notes.pop(i)["params"]
+                        params: dict[str, Any] = self._notes.pop(i)["params"]
+                        return params
                 left = deadline - time.monotonic()
                 if left <= 0 or self.proc.poll() is not None:
                     raise LspError(f"no {method} notification")
@@ -138,7 +145,7 @@ class LspClient:
         options: Any = None,
         timeout: float = 60.0,
         workspace: dict[str, Any] | None = None,
-    ) -> dict:
+    ) -> dict[str, Any]:
         """``initialize`` + ``initialized``; returns the server capabilities. The answer waits
         for the server process to start (its imports), so ``timeout`` (seconds) is generous: a
         loaded machine takes many times an idle one's half second. ``workspace``: the client's
@@ -155,7 +162,7 @@ class LspClient:
             caps["general"] = {"positionEncodings": encodings}
         if workspace is not None:
             caps["workspace"] = workspace
-        result = self.request(
+        result: dict[str, Any] = self.request(
             "initialize",
             {
                 "processId": None,

@@ -27,7 +27,7 @@ from agentflow.core.vocabulary import (
     TOP_LEVEL_WORDS,
 )
 from agentflow.grammar import ast
-from agentflow.grammar.scanner import COMMENTS, SynErr, comments, lex
+from agentflow.grammar.scanner import COMMENTS, SynErr, Tok, comments, lex
 from agentflow.lsp import errors_help, locate
 
 if TYPE_CHECKING:
@@ -335,7 +335,7 @@ _OPEN = {"{", "[", "("}
 _CLOSE = {"}", "]", ")"}
 
 
-def _clauses_present(before: list, after: str) -> set[str]:
+def _clauses_present(before: list[Tok], after: str) -> set[str]:
     """The clauses the agent block around the cursor already has: clause words at the start of
     one of its lines (or right after its ``{``), before the cursor (``before``: the lexed
     tokens up to it) and after it (``after``: the text from it, up to the block's ``}``)."""
@@ -355,6 +355,7 @@ def _clauses_present(before: list, after: str) -> set[str]:
         tokens += [t for t in lex(after) if t.type not in COMMENTS]
     except SynErr:
         pass
+    prev_value: object  # a token's value (text, or a string literal's), or a line break
     depth, prev_value = 0, "{"
     for tok in tokens:
         if tok.value in _OPEN:
@@ -398,7 +399,7 @@ class _Ctx:
     eval_block: bool = False
 
 
-def _context(toks: list) -> _Ctx:
+def _context(toks: list[Tok]) -> _Ctx:
     """Bracket context at the end of ``toks`` (raw scanner tokens before the cursor)."""
     code = [t for t in toks if t.type != "NL"]
     stack: list[tuple[str, str]] = []  # (opener, role)

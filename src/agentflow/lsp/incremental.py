@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections.abc import Iterator
 from typing import Any
 
 from agentflow.compiler.check_memo import StageMemo
@@ -40,7 +41,7 @@ class _Unsplittable(Exception):
     """The text has a lexical error or unbalanced brackets."""
 
 
-def _keyword_lines(text: str, pos: int = 0):
+def _keyword_lines(text: str, pos: int = 0) -> Iterator[tuple[int, int]]:
     """Yield ``(offset of the keyword, chunk start)`` for each line of ``text[pos:]`` whose first
     token is a top-level keyword at bracket depth 0, scanning with the parser's own tokens (the
     scanner's raw mode).  ``pos`` is 0 or the offset of such a keyword.  Raises

@@ -9,6 +9,7 @@ comments (``///``) and tool signatures out of one :class:`~agentflow.lsp.analysi
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from agentflow.compiler import types as T
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from agentflow.lsp.analysis import Analysis
 
 
-def children(node: ast.Node):
+def children(node: ast.Node) -> Iterator[ast.Node]:
     """The AST nodes directly under ``node`` (its node-valued fields and list items)."""
     for name in type(node).__dataclass_fields__:
         if name == "span":

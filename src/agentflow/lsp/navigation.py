@@ -49,15 +49,20 @@ def definition(a: Analysis, offset: int) -> Span | None:
             return sp if isinstance(sp, Span) else None
         return None
     if kind == "letdecl":
-        return payload.name.span
+        let: ast.LetStmt = payload
+        return let.name.span
     if kind == "stagedecl":
-        return payload.name.span
+        stage: ast.StageDecl = payload
+        return stage.name.span
     if kind == "usedecl":
-        return payload.alias.span
+        use: ast.UseDecl = payload
+        return use.alias.span
     if kind == "fielddecl":
-        return payload.name.span
+        field: ast.FieldDecl = payload
+        return field.name.span
     if kind == "loopdecl":
-        return payload[1].span
+        loop_name: ast.Ident = payload[1]
+        return loop_name.span
     if kind == "param":
         return param_span(a, *payload)
     return None

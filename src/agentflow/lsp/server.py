@@ -217,7 +217,7 @@ class FlowLanguageServer(LanguageServer):
         self.debounce_s = DEBOUNCE_S
         self.states: dict[str, _DocState] = {}
         self.parsers: dict[str, IncrementalParser] = {}
-        self.pending: dict[str, asyncio.Task] = {}
+        self.pending: dict[str, asyncio.Task[None]] = {}
         # Checking runs on worker threads, never on the event loop, one check per document at a
         # time: a huge document keeps its own requests waiting for its check, but no other
         # document's request and no notification.
@@ -242,7 +242,7 @@ class FlowLanguageServer(LanguageServer):
         #: never — the client's file events only)
         self.watch_s = WATCH_INTERVAL_S
         self.watch = FileWatch()
-        self._watch_task: asyncio.Task | None = None
+        self._watch_task: asyncio.Task[None] | None = None
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -256,7 +256,9 @@ class FlowLanguageServer(LanguageServer):
         ``get_text_document`` would read an unopened URI's file)."""
         if not isinstance(uri, str):
             return None
-        return self.workspace.text_documents.get(unquote(uri))
+        # pygls leaves the property unannotated
+        documents: dict[str, TextDocument] = self.workspace.text_documents
+        return documents.get(unquote(uri))
 
     def file_of(self, uri: str) -> str:
         return to_fs_path(uri) or uri

@@ -401,7 +401,7 @@ async def run_agent(
         token = current_step.set(step_path)
         budget_token = push_budget(spec.budget)
         try:
-            response = await which.chat(request)
+            response: ChatResponse = await which.chat(request)
         except ModelError as exc:
             code = model_error_code(exc)
             raise RunError(

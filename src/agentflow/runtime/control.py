@@ -93,7 +93,7 @@ class ExitOk(Exception):
         self.output = output
         self.path = path
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[type[ExitOk], tuple[Any, str]]:
         # round-trips a durable engine's serializer (runtime/durable)
         return (type(self), (self.output, self.path))
 

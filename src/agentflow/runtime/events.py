@@ -17,10 +17,10 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from agentflow.core.redaction import SECRETS, redact, redact_data
 from agentflow.core.text import escape_surrogates, finite_dumps, money, visible
@@ -28,6 +28,9 @@ from agentflow.core.vocabulary import Code
 from agentflow.errors import InputError
 from agentflow.runtime.extract import loads_bounded
 from agentflow.runtime.where import call_summary
+
+if TYPE_CHECKING:  # rich loads only when the live view is drawn
+    from rich.table import Table
 
 EVENT_KINDS = (
     "run_started",
@@ -364,7 +367,7 @@ class ConsoleSink:
                 self.plain = True
 
     # -- rich view
-    def _render(self):
+    def _render(self) -> Table:
         """The live table: one row per running step (its label and `.flow` position, or path
         and tool; elapsed seconds), and under a running ``map`` a progress bar ``done/total``."""
         from rich.progress_bar import ProgressBar
@@ -393,12 +396,12 @@ class ConsoleSink:
                 )  # fmt: skip
         return table
 
-    def paused(self):
+    def paused(self) -> contextlib.AbstractContextManager[None]:
         """A context manager that hides the live view while the terminal is used for something
         else (the terminal interlocutor asks its question inside it)."""
 
         @contextlib.contextmanager
-        def cm():
+        def cm() -> Iterator[None]:
             with self._lock:
                 live = self._live if self._live_started else None
                 if live is not None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,7 +96,7 @@ class FlowRange:
         lo, hi = _range_bound(self.low, math.ceil), _range_bound(self.high, math.floor)
         return max(0, hi - lo + 1)
 
-    def to_list(self) -> list:
+    def to_list(self) -> list[int]:
         """The integers of the range (used when a range is rendered as JSON).
 
         Raises :class:`ExprError` when it would hold more than :data:`MAX_RANGE_ITEMS`.
@@ -306,7 +306,7 @@ def _json_ready(value: Any, seen: dict[int, Any]) -> Any:
         return done
     ready: Any = value
     if isinstance(value, dict):
-        changed: dict | None = None
+        changed: dict[Any, Any] | None = None
         for k, v in value.items():
             if type(v) in _SCALARS:
                 continue
@@ -318,7 +318,7 @@ def _json_ready(value: Any, seen: dict[int, Any]) -> Any:
         if changed is not None:
             ready = changed
     else:
-        items: list | None = list(value) if type(value) is not list else None
+        items: list[Any] | None = list(value) if type(value) is not list else None
         for i, v in enumerate(value):
             if type(v) in _SCALARS:
                 continue
@@ -468,7 +468,7 @@ def _get_member(obj: Any, name: str, node: ast.Member) -> Any:
     raise BadPath(expr_text(node), name, f"`{expr_text(node.obj)}` is {_kind(obj)}, not an object")
 
 
-def outcome_helper(items: list | tuple, name: str) -> list | None:
+def outcome_helper(items: list[Any] | tuple[Any, ...], name: str) -> list[Any] | None:
     """``xs.values`` (the ``value`` of each ``{ok: true}`` outcome) or ``xs.errors`` (the ``error``
     of each ``{ok: false}`` one), input order, when every item of ``xs`` is an outcome of a map that
     tolerates failures (docs/spec/PLAN_IR.md §5); None otherwise."""
@@ -516,7 +516,7 @@ def _visit_Projection(node: ast.Projection, scope: Mapping[str, Any]) -> Any:
     path = node.path
     if path is None:
         return list(base)
-    out: list = []
+    out: list[Any] = []
     for start in range(0, len(base), _CHUNK):
         checkpoint()  # the run's deadline, a stop, a cancel end a long projection
         i = start
@@ -548,12 +548,12 @@ def _at_element(e: BadPath, whole: str, element: str) -> BadPath:
     return BadPath(whole, e.missing, detail)
 
 
-class _Layer(Mapping):
+class _Layer(Mapping[str, Any]):
     """A scope with the current projection element bound to the placeholder key."""
 
     __slots__ = ("_base", "_item")
 
-    def __init__(self, base: Mapping, item: Any):
+    def __init__(self, base: Mapping[str, Any], item: Any):
         self._base = base
         self._item = item
 
@@ -562,7 +562,7 @@ class _Layer(Mapping):
             return self._item
         return self._base[key]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self._base)
 
     def __len__(self) -> int:
@@ -759,22 +759,22 @@ def _mul(a: Any, b: Any, node: ast.Binary) -> Any:
     return _finite(a * b, node, a, b)
 
 
-def _lt(a, b, node):
+def _lt(a: Any, b: Any, node: ast.Binary) -> Any:
     _order(a, b, node)
     return a < b
 
 
-def _le(a, b, node):
+def _le(a: Any, b: Any, node: ast.Binary) -> Any:
     _order(a, b, node)
     return a <= b
 
 
-def _gt(a, b, node):
+def _gt(a: Any, b: Any, node: ast.Binary) -> Any:
     _order(a, b, node)
     return a > b
 
 
-def _ge(a, b, node):
+def _ge(a: Any, b: Any, node: ast.Binary) -> Any:
     _order(a, b, node)
     return a >= b
 
@@ -914,8 +914,8 @@ _VISIT: dict[type, Callable[[Any, Mapping[str, Any]], Any]] = {
 }
 
 
-class _Dispatch(dict):
-    def __missing__(self, key: type) -> Callable:
+class _Dispatch(dict[type, Callable[[Any, Mapping[str, Any]], Any]]):
+    def __missing__(self, key: type) -> Callable[[Any, Mapping[str, Any]], Any]:
         def fail(node: Any, scope: Mapping[str, Any]) -> Any:
             raise ExprError(f"`{key.__name__}` cannot be evaluated in a template expression")
 
@@ -1056,12 +1056,12 @@ def _as_expr(e: Any) -> ast.Expr:
     raise ExprError(f"condition `expr` must be an expression, got {_kind(e)}")
 
 
-def _op_eq(v, to):
+def _op_eq(v: Any, to: Any) -> bool:
     return strict_eq(v, to)
 
 
-def _cmp(fn):
-    def op(v, to):
+def _cmp(fn: Callable[[Any, Any], bool]) -> Callable[[Any, Any], bool]:
+    def op(v: Any, to: Any) -> bool:
         if v is _MISSING:
             return False
         if not ((is_number(v) and is_number(to)) or (isinstance(v, str) and isinstance(to, str))):
@@ -1071,11 +1071,11 @@ def _cmp(fn):
     return op
 
 
-def _op_in(v, to):
+def _op_in(v: Any, to: Any) -> bool:
     return False if v is _MISSING else _contains(to, v, None, "in")
 
 
-def _op_contains(v, to):
+def _op_contains(v: Any, to: Any) -> bool:
     return False if v is _MISSING else _contains(v, to, None, "contains")
 
 
@@ -1086,7 +1086,7 @@ def _op_contains(v, to):
 MATCHES_TIMEOUT_S = 1.0
 
 
-def _op_matches(v, to):
+def _op_matches(v: Any, to: Any) -> bool:
     if not isinstance(v, str) or not isinstance(to, str):
         return False
     try:

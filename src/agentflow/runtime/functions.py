@@ -20,7 +20,7 @@ import json
 import math
 from collections.abc import Callable
 from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation
-from typing import Any
+from typing import Any, TypeVar
 
 import regex
 
@@ -169,7 +169,8 @@ def _render(v: Any) -> str:
     of `join` and keys of `count_by`) without the JSON encoder, which costs ~20× more."""
     t = type(v)
     if t is str:
-        return v
+        text: str = v
+        return text
     if t is int:
         return str(v)
     return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
@@ -189,7 +190,7 @@ def _tick() -> None:
         checkpoint()
 
 
-def strict_eq(a: Any, b: Any) -> bool:
+def strict_eq(a: object, b: object) -> bool:
     """JSON equality, as ``==`` and ``in`` compare (docs/reference/expressions.md "Operators"):
     ``true`` is not ``1``, ``1 == 1.0``; lists and objects element by element. The same array or
     object on both sides is equal without a walk (``s == s`` on a value sharing one list many
@@ -224,7 +225,7 @@ def eq_key(x: Any) -> Any:
     return x
 
 
-def _orderable(xs: list, what: str) -> None:
+def _orderable(xs: list[object], what: str) -> None:
     """Elements all numbers or all texts (else :class:`~agentflow.errors.ExprError`)."""
     if all(is_number(x) for x in xs) or all(isinstance(x, str) for x in xs):
         return
@@ -238,7 +239,7 @@ def _nonneg(n: int, what: str) -> int:
     return n
 
 
-def _regex(pattern: str) -> Any:
+def _regex(pattern: str) -> regex.Pattern[str]:
     try:
         return regex.compile(pattern)
     except regex.error as exc:
@@ -251,7 +252,10 @@ def _regex(pattern: str) -> Any:
         ) from None
 
 
-def _timed(fn: Callable[[], Any], pattern: str) -> Any:
+_T = TypeVar("_T")
+
+
+def _timed(fn: Callable[[], _T], pattern: str) -> _T:
     try:
         return fn()
     except TimeoutError:
@@ -273,7 +277,7 @@ def _field(x: Any, name: str) -> Any:
 # -- text ---------------------------------------------------------------------------------------
 
 
-def _join(xs: list, sep: str) -> str:
+def _join(xs: list[object], sep: str) -> str:
     parts = []
     size = len(sep) * max(0, len(xs) - 1)
     _fit(size, "text")
@@ -287,7 +291,7 @@ def _join(xs: list, sep: str) -> str:
     return sep.join(parts)
 
 
-def _split(s: str, sep: str) -> list:
+def _split(s: str, sep: str) -> list[str]:
     return list(s) if sep == "" else s.split(sep)
 
 
@@ -351,11 +355,11 @@ def _format_number(x: int | float, decimals: int) -> str:
     return "0" + text[2:] if text.startswith("-0") and d == 0 else text
 
 
-def _lines(s: str) -> list:
+def _lines(s: str) -> list[str]:
     return regex.split(r"\r\n|\r|\n", s.removesuffix("\n").removesuffix("\r"))
 
 
-def _match(s: str, pattern: str) -> list | None:
+def _match(s: str, pattern: str) -> list[str] | None:
     rx = _regex(pattern)
     m = _timed(lambda: rx.search(s, timeout=REGEX_TIMEOUT_S), pattern)
     if m is None:
@@ -368,7 +372,7 @@ def _matches(s: str, pattern: str) -> bool:
     return _timed(lambda: rx.search(s, timeout=REGEX_TIMEOUT_S), pattern) is not None
 
 
-def _find_all(s: str, pattern: str) -> list:
+def _find_all(s: str, pattern: str) -> list[str]:
     rx = _regex(pattern)
     return _timed(lambda: [m.group(0) for m in rx.finditer(s, timeout=REGEX_TIMEOUT_S)], pattern)
 
@@ -380,7 +384,7 @@ def _len(x: Any) -> int:
     return len(x)
 
 
-def _sum(xs: list) -> Any:
+def _sum(xs: list[Any]) -> Any:
     if not all(is_number(x) for x in xs):
         raise ExprError(
             f"`xs` must hold numbers, got {', '.join(sorted({kind_of(x) for x in xs}))}"
@@ -396,26 +400,26 @@ def _sum(xs: list) -> Any:
     return total
 
 
-def _min(xs: list) -> Any:
+def _min(xs: list[Any]) -> Any:
     if not xs:
         return None
     _orderable(xs, "`min`")
     return min(xs)
 
 
-def _max(xs: list) -> Any:
+def _max(xs: list[Any]) -> Any:
     if not xs:
         return None
     _orderable(xs, "`max`")
     return max(xs)
 
 
-def _sort(xs: list) -> list:
+def _sort(xs: list[Any]) -> list[Any]:
     _orderable(xs, "`sort`")
     return sorted(xs)
 
 
-def _sort_by(xs: list, field: str) -> list:
+def _sort_by(xs: list[Any], field: str) -> list[Any]:
     desc = field.startswith("-")
     name = field[1:] if desc else field
     keys = []
@@ -434,7 +438,7 @@ def _sort_by(xs: list, field: str) -> list:
     return [xs[i] for i in order]
 
 
-def _unique(xs: list, keys: list | None = None) -> list:
+def _unique(xs: list[Any], keys: list[object] | None = None) -> list[Any]:
     """``unique(xs, keys?)``: first occurrences in order; with ``keys``, ``xs[i]`` repeats an
     earlier element when ``keys[i]`` equals its key (``invalid_argument`` when the lengths
     differ). The compiler gives a ``duration[]`` its lengths as keys (``seconds(xs)``)."""
@@ -443,8 +447,8 @@ def _unique(xs: list, keys: list | None = None) -> list:
             Code.INVALID_ARGUMENT,
             f"`keys` must have one key per element: {len(xs)} elements, {len(keys)} keys",
         )
-    seen: set = set()
-    out: list = []
+    seen: set[object] = set()
+    out: list[Any] = []
     for i, x in enumerate(xs):
         key = eq_key(x if keys is None else keys[i])
         if key not in seen:
@@ -453,7 +457,7 @@ def _unique(xs: list, keys: list | None = None) -> list:
     return out
 
 
-def _overlap(a: list, b: list) -> float:
+def _overlap(a: list[object], b: list[object]) -> float:
     mine = {eq_key(x) for x in a}
     theirs = {eq_key(x) for x in b}
     union = len(mine | theirs)
@@ -462,30 +466,30 @@ def _overlap(a: list, b: list) -> float:
     return len(mine & theirs) / union
 
 
-def _flatten(xs: list) -> list:
+def _flatten(xs: list[Any]) -> list[Any]:
     for x in xs:
         if not isinstance(x, list | tuple):
             raise ExprError(f"`xs` must hold lists, got {kind_of(x)}")
     _fit(sum(map(len, xs)), "array")
-    out: list = []
+    out: list[Any] = []
     for x in xs:
         out.extend(x)
     return out
 
 
-def _take(xs: list, n: int) -> list:
+def _take(xs: list[Any], n: int) -> list[Any]:
     return list(xs[: _nonneg(n, "`n`")])
 
 
-def _drop(xs: list, n: int) -> list:
+def _drop(xs: list[Any], n: int) -> list[Any]:
     return list(xs[_nonneg(n, "`n`") :])
 
 
-def _zip(a: list, b: list) -> list:
+def _zip(a: list[Any], b: list[Any]) -> list[dict[str, Any]]:
     return [{"first": x, "second": y} for x, y in zip(a, b, strict=False)]
 
 
-def _range(a: int, b: int | None) -> list:
+def _range(a: int, b: int | None) -> list[int]:
     lo, hi = (0, a) if b is None else (a, b)
     if hi - lo > MAX_LIST_ITEMS:
         raise RunError(
@@ -495,19 +499,19 @@ def _range(a: int, b: int | None) -> list:
     return list(range(lo, hi))
 
 
-def _bools(xs: list) -> list:
+def _bools(xs: list[Any]) -> list[Any]:
     for x in xs:
         if not isinstance(x, bool):
             raise ExprError(f"`xs` must hold bools, got {kind_of(x)}")
     return xs
 
 
-def _index_of(xs: list, x: Any) -> int:
+def _index_of(xs: list[object], x: Any) -> int:
     return next((i for i, y in enumerate(xs) if strict_eq(x, y)), -1)
 
 
-def _group_by(xs: list, field: str) -> dict:
-    out: dict[str, list] = {}
+def _group_by(xs: list[Any], field: str) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
     for i, x in enumerate(xs):
         if not i % _EVERY:
             checkpoint()
@@ -515,7 +519,7 @@ def _group_by(xs: list, field: str) -> dict:
     return out
 
 
-def _count_by(xs: list, field: str | None) -> dict:
+def _count_by(xs: list[Any], field: str | None) -> dict[str, int]:
     out: dict[str, int] = {}
     for i, x in enumerate(xs):
         if not i % _EVERY:
@@ -528,7 +532,7 @@ def _count_by(xs: list, field: str | None) -> dict:
 # -- objects and maps ---------------------------------------------------------------------------
 
 
-def _texts(keys: list) -> list:
+def _texts(keys: list[Any]) -> list[Any]:
     for k in keys:
         if not isinstance(k, str):
             raise ExprError(f"`keys` must hold texts, got {kind_of(k)}")

@@ -640,7 +640,7 @@ async def plan_and_execute(
     attempts: list[PlanAttempt] = []
     last_plan: str | None = None
 
-    def done(status: str, output: Any = None, error: ErrorInfo | None = None):
+    def done(status: str, output: Any = None, error: ErrorInfo | None = None) -> PlanExecution:
         return PlanExecution(
             status=status,
             output=output,

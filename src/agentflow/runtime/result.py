@@ -188,7 +188,8 @@ def usage_snapshot(router: Any) -> dict[str, Any] | None:
     usage = getattr(router, "usage", None) if router is not None else None
     if not isinstance(usage, dict):
         return None
-    return json.loads(json.dumps(usage))
+    snapshot: dict[str, Any] = json.loads(json.dumps(usage))
+    return snapshot
 
 
 def usage_delta(router: Any, before: dict[str, Any] | None) -> dict[str, Any]:

@@ -58,7 +58,7 @@ def json_size(
     # post-order: a container's (size, height) once all its containers have theirs; an entry
     # of the stack is (container, None) to enter, (container, its containers) to count
     known: dict[int, tuple[int, int, int]] = {}
-    stack: list[tuple[Any, list | None]] = [(value, None)]
+    stack: list[tuple[Any, list[Any] | None]] = [(value, None)]
     walked = 0
     while stack:
         item, kids = stack.pop()
@@ -127,6 +127,6 @@ def preview(value: Any, depth: int = 0) -> Any:
     return value
 
 
-def _first(d: dict) -> list[tuple[str, Any]]:
+def _first(d: dict[str, Any]) -> list[tuple[str, Any]]:
     it = iter(d.items())
     return [next(it) for _ in range(_PREVIEW_ITEMS)]

@@ -156,7 +156,11 @@ def answer(value: Any, **kw: Any) -> Reply:
     return text(json.dumps(value, ensure_ascii=False), **kw)
 
 
-def tool_calls(*calls: tuple, content: str | None = None, delay: float = 0.0, **kw: Any) -> Reply:
+#: a scripted tool call: ``(name, arguments)`` or ``(name, arguments, id)``
+_Call = tuple[str, object] | tuple[str, object, str | None]
+
+
+def tool_calls(*calls: _Call, content: str | None = None, delay: float = 0.0, **kw: Any) -> Reply:
     """Tool calls: each ``(name, arguments)`` or ``(name, arguments, id)``.
 
     ``arguments``: a dict (sent as a JSON string, like OpenAI), a str (sent verbatim: use it for
@@ -182,7 +186,7 @@ def tool_calls(*calls: tuple, content: str | None = None, delay: float = 0.0, **
 
 def responses_reply(
     text: str | None = None,
-    *calls: tuple,
+    *calls: _Call,
     usage: tuple[int, int, int] = (10, 5, 0),
     reasoning: str | None = None,
     model: str = "test-model",
@@ -239,7 +243,7 @@ def responses_reply(
 
 def gemini_reply(
     text: str | None = None,
-    *calls: tuple,
+    *calls: _Call,
     usage: tuple[int, int, int] = (10, 5, 0),
     signature: str | None = None,
     finish: str = "STOP",
@@ -896,8 +900,7 @@ def system_text(request: dict[str, Any]) -> str:
     if isinstance(system, str):
         return system
     for message in request.get("messages", []):
-        if message.get("role") in ("system", "developer") and isinstance(
-            message.get("content"), str
-        ):
-            return message["content"]
+        content = message.get("content")
+        if message.get("role") in ("system", "developer") and isinstance(content, str):
+            return content
     return ""

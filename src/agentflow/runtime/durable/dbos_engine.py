@@ -62,7 +62,7 @@ from agentflow.runtime.durable.engine import (
     Runtime,
     run_unit,
 )
-from agentflow.runtime.durable.items import items_for
+from agentflow.runtime.durable.items import ItemRecords, items_for
 from agentflow.runtime.durable.ratelimit import rate_slot
 from agentflow.runtime.durable.records import (
     UnreadableRecord,
@@ -79,6 +79,8 @@ from agentflow.runtime.interrupt import (
 )
 
 if TYPE_CHECKING:
+    from dbos import DBOS
+
     from agentflow.ir.models import Plan
     from agentflow.runtime.config import Config
     from agentflow.runtime.context import RunContext
@@ -435,7 +437,7 @@ def _mismatch(e: Exception) -> RunError:
     )
 
 
-def _items() -> Any:
+def _items() -> ItemRecords:
     """The item records (items.py) of this process's database."""
     return items_for(str(_state["url"]), system_database)
 
@@ -604,8 +606,9 @@ async def _build(run_id: str, spec: dict[str, Any] | None) -> Runtime:
 
 
 def _register(dbos: Any) -> tuple[Any, Any]:
+    workflows: type[DBOS] = dbos.DBOS  # typed: its decorator keeps each workflow's signature
 
-    @dbos.DBOS.workflow(name=RUN_WORKFLOW, max_recovery_attempts=50)
+    @workflows.workflow(name=RUN_WORKFLOW, max_recovery_attempts=50)
     async def run_workflow(spec: dict[str, Any]) -> dict[str, Any]:
         wfid = dbos.DBOS.workflow_id
         await _note_recorded(wfid, spec)
@@ -614,7 +617,7 @@ def _register(dbos: Any) -> tuple[Any, Any]:
         with _stoppable(wfid):
             return await _flushed(wfid, _kept(wfid, run_root(rt)), rt.effects)
 
-    @dbos.DBOS.workflow(name=UNIT_WORKFLOW, max_recovery_attempts=50)
+    @workflows.workflow(name=UNIT_WORKFLOW, max_recovery_attempts=50)
     async def unit_workflow(spec: dict[str, Any]) -> Any:
         wfid = dbos.DBOS.workflow_id
         task = asyncio.current_task()  # DBOS runs the body in the child's own task

@@ -317,7 +317,8 @@ async def recorded_input(run_id: str) -> dict[str, Any]:
     check_readable(run_id, found)
     if not found or not found[0].input:
         raise RunError(Code.VALIDATION, f"no durable run {run_id!r} in this database")
-    return found[0].input["args"][0]
+    started: dict[str, Any] = found[0].input["args"][0]
+    return started
 
 
 async def open_questions(

@@ -557,7 +557,8 @@ class DurableEffects(Effects):
         if path is not None:
             self._replayed[(self.engine.workflow_id(), path)] = not ran
             self._reused_at[(self.engine.workflow_id(), path)] = bool(record.get("reused"))
-        return record["v"]
+        value: T = record["v"]
+        return value
 
     async def _again(
         self,
@@ -837,7 +838,8 @@ class DurableEffects(Effects):
             lock = self._inline.setdefault(group, asyncio.Lock())
             async with lock:
                 return await work()
-        return await self._child(path, self.describe(path, spec), spec)
+        child: T = await self._child(path, self.describe(path, spec), spec)
+        return child
 
     async def _child(self, path: str, child_spec: dict[str, Any], spec: UnitSpec) -> Any:
         """Run ``child_spec`` as the child unit ``{parent id}/{path}``; its result."""
@@ -973,7 +975,8 @@ async def chat_on_queue(
     }
     child_id = f"{effects.engine.workflow_id()}/{name}"
     handle = await effects.engine.start_child(child_id, spec, queue)
-    return await effects.engine.collect(handle)
+    response: ChatResponse = await effects.engine.collect(handle)
+    return response
 
 
 async def run_unit(ex: Executor, index: PlanIndex, spec: dict[str, Any]) -> Any:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from agentflow.core.vocabulary import Code
 from agentflow.errors import Cancelled, ErrorInfo, InputError
 from agentflow.ir.dump import dump_plan
-from agentflow.runtime.durable import dbos_engine, temporal_runs
+from agentflow.runtime.durable import dbos_engine, dbos_launch, temporal_runs
 from agentflow.runtime.durable.asking import ASK_PLAN_FILE, ASK_PLAN_TEXT, ask_plan, ask_spec
 from agentflow.runtime.durable.database import (
     missing_database,
@@ -96,7 +96,7 @@ async def run_durable(
     input = validate_input(plan, input)
     chosen = run_id is not None
     run_id = run_id or new_run_id()
-    if dbos_engine._state["url"] != url:
+    if dbos_launch._state["url"] != url:
         # fleet work goes to the workers.  A process that runs several runs launches once: the
         # later runs share the first one's executor id; `flowc resume` of one of them recovers
         # that run alone (dbos_engine.recover_run)
@@ -214,7 +214,7 @@ async def _outcome_of(handle: Any, errors: Any) -> Any:
         return await handle.get_result(polling_interval_sec=0.1)
 
 
-def result_of(out: dict[str, Any], cls: Any) -> RunResult:
+def result_of(out: dict[str, Any], cls: type[RunResult]) -> RunResult:
     return cls(
         status=out.get("status", "error"),
         output=out.get("output"),

@@ -38,10 +38,10 @@ from agentflow.runtime.durable.dbos_launch import (
     open_questions,
     query_item_page,
     query_items,
-    query_workflows,
     recorded_input,
     waiting_questions,
 )
+from agentflow.runtime.durable.dbos_system import query_workflows
 from agentflow.runtime.durable.liveness import worker_alive
 from agentflow.runtime.durable.records import (
     UnreadableRecord,

@@ -256,7 +256,8 @@ def _decode_exception(data: dict[str, Any]) -> BaseException:
     args = tuple(decode(a) for a in data.get("args") or ())
     cls = _known(module, qualname)
     if cls is not None and issubclass(cls, BaseException):
-        exc = cls.__new__(cls)  # as errors._rebuild: the recorded fields, no __init__
+        # as errors._rebuild: the recorded fields, no __init__
+        exc: BaseException = cls.__new__(cls)
         exc.args = args
         state = data.get("state") or {}
         if not isinstance(state, dict):
@@ -366,7 +367,9 @@ def install() -> JsonRecords:
     if not _installed:
         _serialization.DefaultSerializer.deserialize = _refuse_pickle  # type: ignore[method-assign,assignment]
 
-        def safe_deserialize(serializer: Any, serialization: Any, workflow_id: str, **kw: Any):
+        def safe_deserialize(
+            serializer: Any, serialization: Any, workflow_id: str, **kw: Any
+        ) -> tuple[Any, ...]:
             out: list[Any] = []
             for name, reader in (
                 ("serialized_input", _serialization.deserialize_args),
@@ -383,7 +386,9 @@ def install() -> JsonRecords:
                     out.append(Unreadable(str(e)))
             return tuple(out)
 
-        _sys_db.safe_deserialize = safe_deserialize
+        # dbos._sys_db imports the function from dbos._serialization without re-exporting
+        # it; its callers read that module global, which is what is replaced here
+        _sys_db.safe_deserialize = safe_deserialize  # type: ignore[attr-defined]
         _installed["serializer"] = JsonRecords()
     serializer: JsonRecords = _installed["serializer"]
     return serializer

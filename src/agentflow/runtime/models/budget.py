@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from typing import Any
@@ -249,7 +250,9 @@ def budget_from(data: Any, *, name: str, source: str) -> Budget | None:
     ``data`` is None or sets no limit)."""
     if data is None:
         return None
-    get = data.get if isinstance(data, dict) else lambda k: getattr(data, k, None)
+    get: Callable[[str], Any] = (
+        data.get if isinstance(data, dict) else lambda k: getattr(data, k, None)
+    )
     limits = {k: get(k) for k in BUDGET_LIMITS}
     if all(v is None for v in limits.values()):
         return None
@@ -262,7 +265,7 @@ def budget_from(data: Any, *, name: str, source: str) -> Budget | None:
     )
 
 
-def push_budget(budget: Budget | None) -> Token | None:
+def push_budget(budget: Budget | None) -> Token[tuple[Budget, ...]] | None:
     """Put ``budget`` in force for the current context (None: nothing); returns the token for
     :func:`pop_budget`."""
     if budget is None:
@@ -270,7 +273,7 @@ def push_budget(budget: Budget | None) -> Token | None:
     return _active.set((*_active.get(), budget))
 
 
-def pop_budget(token: Token | None) -> None:
+def pop_budget(token: Token[tuple[Budget, ...]] | None) -> None:
     """Undo a :func:`push_budget`."""
     if token is not None:
         _active.reset(token)

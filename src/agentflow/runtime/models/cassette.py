@@ -211,7 +211,7 @@ class ReplayClient:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self._entries: dict[str, deque] = defaultdict(deque)
+        self._entries: dict[str, deque[dict[str, Any]]] = defaultdict(deque)
         self._requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         try:

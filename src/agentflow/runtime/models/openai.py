@@ -634,9 +634,10 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
 
     try:
         try:
-            return conv(schema, frozenset())
+            strict: dict[str, Any] = conv(schema, frozenset())
+            return strict
         except _Recursive:
-            out = conv(schema, None)
+            out: dict[str, Any] = conv(schema, None)
             if defs:
                 out["$defs"] = {name: conv(d, None) for name, d in defs.items()}
             return out

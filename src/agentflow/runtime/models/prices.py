@@ -91,7 +91,9 @@ class PriceBook:
                 self._unknown.add(key)
         return dollars
 
-    def input_price(self, *, model: str, label: str = "", kind: str = "openai", base_url=None):
+    def input_price(
+        self, *, model: str, label: str = "", kind: str = "openai", base_url: str | None = None
+    ) -> float | None:
         """Dollars for one million prompt tokens of ``model``, or None when unknown."""
         return self.cost(
             {"input_tokens": _MTOK, "output_tokens": 0},

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentflow.errors import ConfigError, ModelError, ModelErrorKind
 from agentflow.runtime.config import Config, ProviderConfig, ResolvedModel
@@ -39,6 +39,9 @@ from agentflow.runtime.models.prices import Price, PriceBook
 from agentflow.runtime.models.test_model import TestModel
 from agentflow.runtime.provider_options import AZURE_KINDS, expand_headers
 
+if TYPE_CHECKING:  # memo imports cassette, which imports this module
+    from agentflow.runtime.models.memo import ModelMemo
+
 ClientFactory = Callable[[ResolvedModel], ModelClient]
 
 #: The step path of the model call in progress (set by the agent loop around each inference), so
@@ -48,7 +51,7 @@ current_step: ContextVar[str] = ContextVar("agentflow_model_step", default="")
 #: The :class:`~agentflow.runtime.models.memo.ModelMemo` of the ``plan_and_execute`` attempt in
 #: progress (set by the planner around each attempt's run; None elsewhere).  Context-local, so
 #: concurrent calls never share one, while tasks spawned inside a run inherit it.
-model_memo: ContextVar[Any] = ContextVar("agentflow_model_memo", default=None)
+model_memo: ContextVar[ModelMemo | None] = ContextVar("agentflow_model_memo", default=None)
 #: Inside a durable unit that reports its model calls to its run's root (a Temporal child
 #: unit, which may run in another process: runtime/durable/temporal_engine.py): every call
 #: a router records is also appended here, ``[role, usage, cost, unknown]``
@@ -120,7 +123,7 @@ class RoutedClient:
         except BaseException:
             reservation.release()
             raise
-        if ticket is not None:
+        if memo is not None and ticket is not None:
             memo.record(ticket, response)
         return response
 

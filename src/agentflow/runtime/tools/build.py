@@ -279,7 +279,9 @@ def schema_summary(schema: dict[str, Any] | None, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-async def list_catalog(catalog: Catalog, *, connect: bool = True) -> tuple[list[dict], list[str]]:
+async def list_catalog(
+    catalog: Catalog, *, connect: bool = True
+) -> tuple[list[dict[str, Any]], list[str]]:
     """Rows ``{name, source, description, input_schema, output_schema, summary}`` for every
     catalog tool (sorted by name) and the errors met. With ``connect``, MCP servers are connected
     to list their tools (then closed), and each connected server adds a ``SERVER__*`` row

@@ -174,7 +174,7 @@ def _worker_main(conn: Any) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the run decides; Ctrl-C is its to handle
     import pydantic  # noqa: F401 - imported while idle, not during the first call
 
-    tools: dict[tuple, Any] = {}
+    tools: dict[tuple[str, Locator], Any] = {}
     while True:
         try:
             message = conn.recv()
@@ -191,7 +191,7 @@ def _worker_main(conn: Any) -> None:
                     _resolve(locator), name=short, prefix=prefix, isolation="thread"
                 )
             value = asyncio.run(tools[key].func(args, ctx))
-            outcome: tuple = ("ok", value)
+            outcome: tuple[object, ...] = ("ok", value)
         except RunError as exc:
             outcome = ("run_error", exc.code, exc.message)
         except BaseException as exc:  # noqa: BLE001 - reported to the run as the tool's error

@@ -147,4 +147,6 @@ def install() -> None:
     import mcp.client.stdio as sdk_stdio
 
     if getattr(sdk_stdio, "TextReceiveStream", None) is not LineChunks:
-        sdk_stdio.TextReceiveStream = LineChunks  # type: ignore[assignment,misc]
+        # the SDK imports the name from anyio without re-exporting it (attr-defined under
+        # no-implicit-reexport); LineChunks is no subclass of anyio's class (assignment)
+        sdk_stdio.TextReceiveStream = LineChunks  # type: ignore[attr-defined,assignment]

@@ -264,7 +264,7 @@ def inline_refs(schema: dict[str, Any], max_depth: int = 8) -> dict[str, Any]:
             if k != "$defs" and not (k == "title" and isinstance(v, str))
         }
 
-    out = walk(schema, 0)
+    out: dict[str, Any] = walk(schema, 0)
     if kept:
         out["$defs"] = {k: defs[k] for k in sorted(kept)}
     return out
