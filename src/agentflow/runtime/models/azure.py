@@ -132,13 +132,15 @@ class _Azure:
         changed meanwhile (renewed by whatever keeps the file) is sent in one more try; an
         unchanged one makes the 401 the error, naming the file."""
         try:
-            return await super().chat(request)  # type: ignore[misc]  # the OpenAI client mixed in
+            first: ChatResponse = await super().chat(request)  # type: ignore[misc]  # the OpenAI client mixed in
+            return first
         except ModelError as exc:
             if exc.status == 401 and self.token_file is not None:
                 sent = self._api_key
                 if self._read_token() != sent:
                     try:
-                        return await super().chat(request)  # type: ignore[misc]
+                        again_reply: ChatResponse = await super().chat(request)  # type: ignore[misc]
+                        return again_reply
                     except ModelError as again:
                         exc = again
                 if exc.status == 401:
