@@ -121,15 +121,59 @@ def test_objects_holding_durations_are_taken_apart_when_their_operands_are_paths
         "{{ {name: input.job.name, wait: seconds(input.job.wait)} == "
         '{name: "x", wait: seconds("90s")} }}'
     )
-    # a value that is not a path nor a literal, lists of objects: compared as they are
     assert _output("input.jobs[0] == input.job", "bool") == (
         "{{ {name: input.jobs[0].name, wait: seconds(input.jobs[0].wait)} == "
         "{name: input.job.name, wait: seconds(input.job.wait)} }}"
     )
-    assert _output("input.jobs == [input.job]", "bool") == "{{ input.jobs == [input.job] }}"
-    assert _output(
-        "(if input.n > 0 then input.job else input.job) == input.job", "bool"
-    ).startswith("{{ (if input.n > 0 then input.job else input.job) == input.job")
+
+
+WAIT = '{fields: {wait: "duration"}}'
+
+
+def test_durations_inside_lists_maps_and_other_values_compare_through_canonical():
+    """Where `_objects` cannot take a value apart (a list of objects, a map, an optional object,
+    a conditional), both sides go through `canonical` with the shape the static type gives:
+    each read once, every duration in one writing (docs/reference/lexical.md "Durations")."""
+    assert _output("input.jobs == [input.job]", "bool") == (
+        f"{{{{ canonical(input.jobs, {{items: {WAIT}}}) == "
+        f"canonical([input.job], {{items: {WAIT}}}) }}}}"
+    )
+    assert _output("(if input.n > 0 then input.job else input.job) == input.job", "bool") == (
+        f"{{{{ canonical(if input.n > 0 then input.job else input.job, {WAIT}) == "
+        f"canonical(input.job, {WAIT}) }}}}"
+    )
+    assert _output("input.job in input.jobs", "bool") == (
+        f"{{{{ canonical(input.job, {WAIT}) in canonical(input.jobs, {{items: {WAIT}}}) }}}}"
+    )
+    assert _output("{ a: input.w } == { a: 1m }", "bool") == (
+        '{{ {a: seconds(input.w)} == {a: seconds("1m")} }}'
+    )
+    # no durations, a `null`, an empty list, a union a run cannot tell apart: as written
+    assert _output("input.jobs == []", "bool") == "{{ input.jobs == [] }}"
+    assert _output("[input.n] == [1]", "bool") == "{{ [input.n] == [1] }}"
+
+
+def test_library_functions_over_values_holding_durations_go_through_canonical():
+    assert _output("index_of(input.jobs, input.job)", "int") == (
+        f"{{{{ index_of(canonical(input.jobs, {{items: {WAIT}}}), canonical(input.job, {WAIT})) }}}}"
+    )
+    assert _output("unique(input.jobs)", "Job[]") == (
+        f"{{{{ unique(input.jobs, canonical(input.jobs, {{items: {WAIT}}})) }}}}"
+    )
+    # a pure call is read twice (the same value); a tool call would run twice: by text
+    assert _output("unique(take(input.ws, 2))", "duration[]") == (
+        "{{ unique(take(input.ws, 2), seconds(take(input.ws, 2))) }}"
+    )
+    assert _output("count_by(input.ws)", "map<int>") == (
+        '{{ count_by(canonical(input.ws, {items: "duration"})) }}'
+    )
+    assert _output('group_by(input.jobs, "wait")', "map<Job[]>") == (
+        f'{{{{ group_by(canonical(input.jobs, {{items: {WAIT}}}), "wait") }}}}'
+    )
+    # grouped by a field that is no duration: as written
+    assert _output('group_by(input.jobs, "name")', "map<Job[]>") == (
+        '{{ group_by(input.jobs, "name") }}'
+    )
 
 
 def test_a_subtraction_nested_too_deep_once_compiled_is_the_check_s_diagnostic_not_a_compiler_bug():
