@@ -108,7 +108,7 @@ def test_expressions_run_from_the_checked_ast_see_the_same_rewrite():
     assert isinstance(rewritten, ast.Binary)
     assert isinstance(rewritten.left, ast.FuncCall) and rewritten.left.name == "seconds"
     assert isinstance(rewritten.right, ast.FuncCall) and rewritten.right.name == "seconds"
-    # and a message names it as written (ir/written.py)
+    # and a message names it as written (grammar/written.py)
     assert expr_text(rewritten) == "input.w == 90s"
 
 

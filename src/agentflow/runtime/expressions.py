@@ -34,8 +34,8 @@ from agentflow.core.vocabulary import (
 )
 from agentflow.errors import BadPath, ExprError, RunError, SourceError
 from agentflow.grammar import ast
+from agentflow.grammar.written import expr_text, wrappers
 from agentflow.ir.templates import too_deep
-from agentflow.ir.written import expr_text, wrappers
 from agentflow.runtime.extract import MAX_JSON_DEPTH, too_deep_message
 from agentflow.runtime.functions import (
     IMPLEMENTATIONS,
