@@ -51,3 +51,16 @@ def test_an_answer_that_stays_too_long_fails_its_step_naming_the_field(tmp_path)
         in (result.error["message"])
     )
     assert "seconds" not in result.error["message"]
+
+
+def test_a_tool_result_over_the_longest_duration_breaks_its_declared_type(tmp_path):
+    (tmp_path / "tools.py").write_text("def wait() -> dict:\n    return {'w': '877000h'}\n")
+    (tmp_path / "flow.toml").write_text('[tools]\nmodules = ["tools.py"]\n')
+    (tmp_path / "t.flow").write_text(
+        "extern tool user__wait() -> { w: duration }\n"
+        "stage s -> bool {\n  let got = user__wait()\n  return got.w > 1h\n}\n"
+    )
+    config = load_config(tmp_path / "flow.toml", env={})
+    result = agentflow.run_sync(str(tmp_path / "t.flow"), {}, config=config, workspace=tmp_path)
+    assert result.error["code"] == "output_validation", result.error
+    assert '`result.w` is "877000h", longer than the longest duration' in result.error["message"]
