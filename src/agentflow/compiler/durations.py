@@ -147,9 +147,10 @@ def _objects(
     apart into object literals of the same keys, each duration (or list of them) through
     ``seconds`` — ``{ w: seconds(a.w), n: a.n } == { w: seconds(b.w), n: b.n }``. An operand is
     taken apart when it is an object literal or a path (``input.job``, ``s``, ``x.cfg[0]``):
-    reading a path once per field is the same value; anything else (a call, a conditional)
-    leaves the comparison as it is (texts). A field one side's type lacks, or an optional field
-    left out, is ``null`` on that side (an absent optional field reads ``null``)."""
+    reading a path once per field is the same value; anything else (a call, a conditional) is
+    None here, and :func:`_canonical_pair` compares it. A field one side's type lacks, or an
+    optional field left out, is ``null`` on that side (an absent optional field reads
+    ``null``)."""
     span = node.span
 
     def field_type(t: Type, key: str) -> tuple[Type | None, bool]:
