@@ -153,6 +153,9 @@ def test_durations_inside_lists_maps_and_other_values_compare_through_canonical(
     assert _output("{ a: input.w } == { a: 1m }", "bool") == (
         '{{ {a: seconds(input.w)} == {a: seconds("1m")} }}'
     )
+    # an object holding a list of objects with durations: `canonical` whole, not taken apart
+    deep = _output("{ jobs: input.jobs } == { jobs: [input.job] }", "bool")
+    assert deep.startswith("{{ canonical({jobs: input.jobs}, {fields: {jobs: {items:")
     # no durations, a `null`, an empty list, a union a run cannot tell apart: as written
     assert _output("input.jobs == []", "bool") == "{{ input.jobs == [] }}"
     assert _output("[input.n] == [1]", "bool") == "{{ [input.n] == [1] }}"

@@ -199,6 +199,8 @@ def _objects(
                         read = ast.Binary(span, "??", read, ast.NullLit(span), span)
                     reads.append((read, ft, False))
             kind = shape_of([t for _, t, _ in reads])
+            if kind is None and any(t is not None and _mask(t, result) for _, t, _ in reads):
+                raise _Unfit  # durations deeper (a list of objects, a map): `canonical` whole
             if kind == "object":
                 inner: list[tuple[ast.Expr, Type]] = []
                 for x, xt, original in reads:
