@@ -7,10 +7,12 @@ messages quote and ``runtime/where.py`` matches), and the compiler's writings of
 The plan holds ``seconds(a) < seconds("5m")`` where the `.flow` says ``a < 5m``,
 ``from_seconds(max([seconds(a) - seconds(b), 0]))`` for ``a - b``, ``canonical(xs, {…}) ==
 canonical(ys, {…})`` for ``xs == ys`` and ``unique(xs, seconds(xs))`` for ``unique(xs)``.
-:func:`as_written` gives the expression those stand for (an AST the evaluator's printer,
-prints); :func:`wrappers` the calls the compiler added, whose own
-failure (a duration over 100 years) is the written expression's. A hand-written
-``seconds(a) < seconds(b)`` is shown as ``a < b`` too: the same value.
+:func:`as_written` gives the expression those stand for (an AST :func:`expr_text` prints),
+:func:`wrappers` the calls the compiler added, whose own failure (a duration over 100 years) is
+the written expression's, and :func:`written_text` a plan's expression text with each writing
+read back (graph titles, ``meta.lets``). A hand-written ``seconds(a) < seconds(b)`` is shown as
+``a < b`` too: the same value. The compiler, the plan layer and the runtime all read it, so it
+lives here, beside the AST.
 """
 
 from __future__ import annotations
