@@ -81,3 +81,13 @@ def test_a_failing_comparison_of_durations_in_a_let_is_placed_at_that_let(tmp_pa
     assert result.error["code"] == "invalid_argument"
     assert result.error["source"] == "c.flow:4:14"
     assert "seconds(" not in result.error["message"]
+
+
+def test_a_condition_reading_a_let_is_kept_as_written_in_meta_when(tmp_path):
+    text = (
+        "input { a: duration }\nstage s -> text {\n  let big = input.a + input.a\n"
+        '  if big > 1s {\n    return "y"\n  }\n  return "n"\n}\n'
+    )
+    (step,) = api.compile_source(text, str(tmp_path / "w.flow")).plan["steps"]
+    assert step["meta"]["when"] == "big > 1s"
+    assert step["input"]["when"] == {"expr": 'seconds(input.a + input.a) > seconds("1s")'}

@@ -406,7 +406,7 @@ class _Lowerer(ExpressionLowering, EffectLowering):
             written = self.expr(cond, ctx)
         finally:
             self.as_written = False
-        text = written.render()
+        text = written_text(written.render())  # durations' `seconds(…)` read back too
         return frag, (text if text != frag.render() else None)  # (read through input.env)
 
     @staticmethod
