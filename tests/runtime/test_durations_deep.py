@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import agentflow
 from agentflow import api
+from agentflow.runtime.config import load_config
 
 DEEP = """\
 type Job { t: duration, n: int }
@@ -88,3 +89,21 @@ def test_flowc_test_expectations_compare_nested_durations_as_the_plan_does(tmp_p
     (tmp_path / "deep.flow").write_text(DEEP + TESTS)
     outcome = api.run_tests(tmp_path).outcomes[0]
     assert outcome.passed, outcome.failures
+
+
+def test_unique_of_a_tool_result_compares_by_length_and_calls_the_tool_once(tmp_path):
+    (tmp_path / "tools.py").write_text(
+        "CALLS = []\n\ndef ds() -> list:\n    CALLS.append(1)\n"
+        "    return ['90s', '1m30s', '1m', '60s']\n"
+    )
+    (tmp_path / "flow.toml").write_text('[tools]\nmodules = ["tools.py"]\n')
+    (tmp_path / "u.flow").write_text(
+        "extern tool user__ds() -> duration[]\n"
+        "stage s -> duration[] {\n  return unique(user__ds())\n}\n"
+    )
+    plan = api.compile_source((tmp_path / "u.flow").read_text(), str(tmp_path / "u.flow")).plan
+    assert [s["tool_name"] for s in plan["steps"]] == ["user__ds"]  # one step, read twice
+    config = load_config(tmp_path / "flow.toml", env={})
+    result = agentflow.run_sync(str(tmp_path / "u.flow"), {}, config=config, workspace=tmp_path)
+    assert result.status == "ok", result.error
+    assert result.output == ["90s", "1m"]

@@ -57,7 +57,7 @@ from agentflow.grammar import ast
 if TYPE_CHECKING:
     from agentflow.compiler.checker import CheckResult
 
-__all__ = ["by_length", "call_by_length"]
+__all__ = ["by_length", "call_by_length", "needs_once"]
 
 #: the operators compared by length when both operands are durations
 _COMPARE = {
@@ -446,13 +446,15 @@ def call_by_length(
     node: ast.FuncCall,
     result: CheckResult,
     operand: Callable[[ast.Expr], ast.Expr] = _identity,
+    once: ast.Expr | None = None,
 ) -> ast.Expr | None:
     """The library call ``node`` comparing durations by length, as ``==`` and ``in`` do, or
     None when it needs no rewrite: ``index_of(xs, x)`` → ``index_of(seconds(xs),
     seconds(x))``, ``overlap(a, b)`` → ``overlap(seconds(a), seconds(b))`` of lists of
     durations; ``unique(xs)`` → ``unique(xs, seconds(xs))`` (the first element of each length
     kept, as written) when ``xs`` holds no effect (:func:`_effects`) — read twice, it is the
-    same value. Elements holding durations deeper (objects, lists, maps) go through
+    same value; ``once`` (the lowering's): an expression standing for the argument already
+    computed (an effect's step, read twice, run once). Elements holding durations deeper (objects, lists, maps) go through
     ``canonical`` (:func:`_canonical_pair`'s shapes): ``index_of(canonical(xs, {items: S}),
     canonical(x, S))``, ``unique(xs, canonical(xs, {items: S}))``. ``count_by(xs, f?)`` keys by
     the canonical text (``count_by(canonical(xs, {items: S}), f?)``: ``90s`` and ``1m30s`` one
@@ -484,14 +486,14 @@ def call_by_length(
         m = _shapes(*types, result=result, lists=(True, True))
         if m is not None:
             return call(*(_canonical(operand(a), {"items": m}, span) for a in args))
-    elif node.name == "unique" and len(args) == 1 and not _effects(args[0]):
+    elif node.name == "unique" and len(args) == 1 and (once is not None or not _effects(args[0])):
         # read twice: the elements kept as written, the keys by length
         if shapes[0] == "list":
-            xs = operand(args[0])
+            xs = once or operand(args[0])
             return call(xs, _call("seconds", span, xs))
         m = _shapes(types[0], result=result, lists=(True,))
         if m is not None:
-            xs = operand(args[0])
+            xs = once or operand(args[0])
             return call(xs, _canonical(xs, {"items": m}, span))
     elif node.name == "count_by" and args:
         # a map's keys are texts: the canonical text of each duration, `90s` and `1m30s` one key
@@ -516,3 +518,12 @@ def _effects(e: ast.Expr) -> bool:
         isinstance(n, ast.Call | ast.AgentExpr | ast.AskExpr | ast.VerifyExpr | ast.FilterExpr)
         for n in ast.walk(e)
     )
+
+
+def needs_once(node: ast.FuncCall, result: CheckResult) -> bool:
+    """True for ``unique(xs)`` of durations (or of values holding them) whose ``xs`` holds an
+    effect: :func:`call_by_length` leaves it unless given ``once``, the argument computed once."""
+    if node.name != "unique" or len(node.args) != 1 or not _effects(node.args[0]):
+        return False
+    t = result.type_of(node.args[0])
+    return _shape(t, result) == "list" or _shapes(t, result=result, lists=(True,)) is not None
