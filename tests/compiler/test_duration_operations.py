@@ -168,7 +168,7 @@ def test_library_functions_over_values_holding_durations_go_through_canonical():
     assert _output("unique(input.jobs)", "Job[]") == (
         f"{{{{ unique(input.jobs, canonical(input.jobs, {{items: {WAIT}}})) }}}}"
     )
-    # a pure call is read twice (the same value); a tool call would run twice: by text
+    # a pure call is read twice (the same value); a tool call is its step, read twice
     assert _output("unique(take(input.ws, 2))", "duration[]") == (
         "{{ unique(take(input.ws, 2), seconds(take(input.ws, 2))) }}"
     )
