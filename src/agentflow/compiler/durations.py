@@ -454,12 +454,13 @@ def call_by_length(
     durations; ``unique(xs)`` → ``unique(xs, seconds(xs))`` (the first element of each length
     kept, as written) when ``xs`` holds no effect (:func:`_effects`) — read twice, it is the
     same value; ``once`` (the lowering's): an expression standing for the argument already
-    computed (an effect's step, read twice, run once). Elements holding durations deeper (objects, lists, maps) go through
-    ``canonical`` (:func:`_canonical_pair`'s shapes): ``index_of(canonical(xs, {items: S}),
-    canonical(x, S))``, ``unique(xs, canonical(xs, {items: S}))``. ``count_by(xs, f?)`` keys by
-    the canonical text (``count_by(canonical(xs, {items: S}), f?)``: ``90s`` and ``1m30s`` one
-    key), ``group_by(xs, "f")`` of a duration field by its canonical text, only that field
-    rewritten in the members (docs/reference/lexical.md "Durations")."""
+    computed (an effect's step, read twice, run once). Elements holding durations deeper
+    (objects, lists, maps) go through ``canonical`` (:func:`_canonical_pair`'s shapes):
+    ``index_of(canonical(xs, {items: S}), canonical(x, S))``, ``unique(xs, canonical(xs,
+    {items: S}))``. ``count_by(xs, f?)`` keys by the canonical text (``count_by(canonical(xs,
+    {items: S}), f?)``: ``90s`` and ``1m30s`` one key), ``group_by(xs, "f")`` of a duration
+    field by its canonical text, only that field rewritten in the members
+    (docs/reference/lexical.md "Durations")."""
     args = node.args
     shapes = [_shape(result.type_of(a), result) for a in args]
     span = node.span
