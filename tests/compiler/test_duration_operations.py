@@ -104,7 +104,12 @@ def test_expressions_run_from_the_checked_ast_see_the_same_rewrite():
     (stage,) = [i for i in result.module.items if isinstance(i, ast.StageDecl)]
     (ret,) = stage.body.stmts
     assert isinstance(ret, ast.ReturnStmt)
-    assert expr_text(absent_reads_null(ret.value, result)) == "seconds(input.w) == seconds(90s)"
+    rewritten = absent_reads_null(ret.value, result)
+    assert isinstance(rewritten, ast.Binary)
+    assert isinstance(rewritten.left, ast.FuncCall) and rewritten.left.name == "seconds"
+    assert isinstance(rewritten.right, ast.FuncCall) and rewritten.right.name == "seconds"
+    # and a message names it as written (grammar/written.py)
+    assert expr_text(rewritten) == "input.w == 90s"
 
 
 def test_a_long_chain_of_subtractions_is_one_saturating_subtraction():
@@ -121,15 +126,62 @@ def test_objects_holding_durations_are_taken_apart_when_their_operands_are_paths
         "{{ {name: input.job.name, wait: seconds(input.job.wait)} == "
         '{name: "x", wait: seconds("90s")} }}'
     )
-    # a value that is not a path nor a literal, lists of objects: compared as they are
     assert _output("input.jobs[0] == input.job", "bool") == (
         "{{ {name: input.jobs[0].name, wait: seconds(input.jobs[0].wait)} == "
         "{name: input.job.name, wait: seconds(input.job.wait)} }}"
     )
-    assert _output("input.jobs == [input.job]", "bool") == "{{ input.jobs == [input.job] }}"
-    assert _output(
-        "(if input.n > 0 then input.job else input.job) == input.job", "bool"
-    ).startswith("{{ (if input.n > 0 then input.job else input.job) == input.job")
+
+
+WAIT = '{fields: {wait: "duration"}}'
+
+
+def test_durations_inside_lists_maps_and_other_values_compare_through_canonical():
+    """Where `_objects` cannot take a value apart (a list of objects, a map, an optional object,
+    a conditional), both sides go through `canonical` with the shape the static type gives:
+    each read once, every duration in one writing (docs/reference/lexical.md "Durations")."""
+    assert _output("input.jobs == [input.job]", "bool") == (
+        f"{{{{ canonical(input.jobs, {{items: {WAIT}}}) == "
+        f"canonical([input.job], {{items: {WAIT}}}) }}}}"
+    )
+    assert _output("(if input.n > 0 then input.job else input.job) == input.job", "bool") == (
+        f"{{{{ canonical(if input.n > 0 then input.job else input.job, {WAIT}) == "
+        f"canonical(input.job, {WAIT}) }}}}"
+    )
+    assert _output("input.job in input.jobs", "bool") == (
+        f"{{{{ canonical(input.job, {WAIT}) in canonical(input.jobs, {{items: {WAIT}}}) }}}}"
+    )
+    assert _output("{ a: input.w } == { a: 1m }", "bool") == (
+        '{{ {a: seconds(input.w)} == {a: seconds("1m")} }}'
+    )
+    # an object holding a list of objects with durations: `canonical` whole, not taken apart
+    deep = _output("{ jobs: input.jobs } == { jobs: [input.job] }", "bool")
+    assert deep.startswith("{{ canonical({jobs: input.jobs}, {fields: {jobs: {items:")
+    # no durations, a `null`, an empty list, a union a run cannot tell apart: as written
+    assert _output("input.jobs == []", "bool") == "{{ input.jobs == [] }}"
+    assert _output("[input.n] == [1]", "bool") == "{{ [input.n] == [1] }}"
+
+
+def test_library_functions_over_values_holding_durations_go_through_canonical():
+    assert _output("index_of(input.jobs, input.job)", "int") == (
+        f"{{{{ index_of(canonical(input.jobs, {{items: {WAIT}}}), canonical(input.job, {WAIT})) }}}}"
+    )
+    assert _output("unique(input.jobs)", "Job[]") == (
+        f"{{{{ unique(input.jobs, canonical(input.jobs, {{items: {WAIT}}})) }}}}"
+    )
+    # a pure call is read twice (the same value); a tool call is its step, read twice
+    assert _output("unique(take(input.ws, 2))", "duration[]") == (
+        "{{ unique(take(input.ws, 2), seconds(take(input.ws, 2))) }}"
+    )
+    assert _output("count_by(input.ws)", "map<int>") == (
+        '{{ count_by(canonical(input.ws, {items: "duration"})) }}'
+    )
+    assert _output('group_by(input.jobs, "wait")', "map<Job[]>") == (
+        f'{{{{ group_by(canonical(input.jobs, {{items: {WAIT}}}), "wait") }}}}'
+    )
+    # grouped by a field that is no duration: as written
+    assert _output('group_by(input.jobs, "name")', "map<Job[]>") == (
+        '{{ group_by(input.jobs, "name") }}'
+    )
 
 
 def test_a_subtraction_nested_too_deep_once_compiled_is_the_check_s_diagnostic_not_a_compiler_bug():

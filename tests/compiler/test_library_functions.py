@@ -26,8 +26,8 @@ def _wrong_first_argument(name: str) -> str | None:
     assert isinstance(call, ast.FuncCall)
     first = spec.params[0].type
     bound = spec.type_params.get(first) if first in spec.type_params else None
-    if first == "json":
-        return None
+    if first == "json" or (first in spec.type_params and bound is None):
+        return None  # any value fits (`canonical<T>(value: T, …)`)
     wrong = "true" if "text" in first or (bound and "text" in bound) else '"x"'
     rest = [spec.example[a.span.start : a.span.end] for a in call.args[1:]]
     return f"{name}({', '.join([wrong, *rest])})"

@@ -71,7 +71,7 @@ def test_library_functions_compare_durations_by_length_and_keep_the_texts(tmp_pa
         "none": -1,
         "kept": ["90s", "1m", "2m"],  # the first of each length, as written
         "shared": 2 / 3,
-        "counted": {"90s": 1, "1m": 1, "2m": 1, "60s": 1},  # a map's keys are the texts
+        "counted": {"1m30s": 1, "1m": 2, "2m": 1},  # keyed by the canonical text
     }
     outcome = api.run_tests(tmp_path).outcomes[0]
     assert outcome.passed, outcome.failures
@@ -149,3 +149,28 @@ def test_a_long_text_in_a_duration_or_text_union_is_a_text(tmp_path):
     with pytest.raises(InputMismatch) as refused:
         agentflow.run_sync(flow, {"a": "1s", "b": "876001h"}, config=None)
     assert '`input.b` is "876001h", longer than the longest duration' in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("value", "named"),
+    [
+        ("big > 1s", "big > 1s"),
+        # the let's text shown by its name, as elsewhere (runtime/where.py)
+        ("index_of(input.xs, input.a + input.a) == 0", "index_of(input.xs, big)"),
+        ("[{ t: input.a + input.a }] == [{ t: 1s }]", "[{t: big}] == [{t: 1s}]"),
+    ],
+)
+def test_a_failing_comparison_of_durations_is_named_as_written(tmp_path, value, named):
+    """`seconds`/`canonical` fail past 100 years (a `+` joins two long texts): the message
+    names the comparison or the call the user wrote, never the compiler's `seconds(…)`."""
+    flow = tmp_path / "named.flow"
+    flow.write_text(
+        "input { a: duration, xs: duration[] }\nstage s -> bool {\n"
+        f"  let big = input.a + input.a\n  return {value}\n}}\n"
+    )
+    result = agentflow.run_sync(flow, {"a": "876000h", "xs": ["1s"]}, config=None)
+    assert result.error["code"] == "invalid_argument"
+    assert result.error["message"] == (
+        f'`{named}`: "876000h876000h" is longer than the longest duration, 876000h (100 years)'
+    )
+    assert result.error["source"].startswith("named.flow:4:")

@@ -183,6 +183,38 @@ def m_from_seconds(n):
     return out or "0ms"
 
 
+def m_canonical(value, shape=None):
+    """each duration where `shape` says in its largest units (as `from_seconds` writes it)"""
+    shape = shape or "duration"
+    if value is None:
+        return None
+    if shape == "duration":
+        return m_from_seconds(m_seconds(value))
+    ((key, inner),) = shape.items()
+    if key == "items":
+        return [m_canonical(x, inner) for x in value]
+    if key == "values":
+        return {k: m_canonical(x, inner) for k, x in value.items()}
+    return {k: m_canonical(x, inner[k]) if k in inner else x for k, x in value.items()}
+
+
+#: a value and the shape of its durations
+_canonical_args = st.one_of(
+    st.tuples(durations, st.none()),
+    st.tuples(
+        st.lists(st.one_of(durations, st.none()), max_size=4), st.just({"items": "duration"})
+    ),
+    st.tuples(
+        st.lists(st.fixed_dictionaries({"t": durations, "n": scalars}), max_size=3),
+        st.just({"items": {"fields": {"t": "duration"}}}),
+    ),
+    st.tuples(
+        st.dictionaries(st.sampled_from("abc"), durations, max_size=3),
+        st.just({"values": "duration"}),
+    ),
+)
+
+
 MODELS = {
     "join": (
         st.tuples(st.lists(scalars, max_size=5), texts),
@@ -302,6 +334,7 @@ MODELS = {
     ),
     "seconds": (st.tuples(st.one_of(durations, st.lists(durations, max_size=4))), m_seconds),
     "from_seconds": (st.tuples(nums), m_from_seconds),
+    "canonical": (_canonical_args, m_canonical),
 }
 
 

@@ -17,7 +17,7 @@ syn match flowClause /\%(\.\)\@<!\<\%(max_iterations\|threshold\|dataset\|return
 syn match flowBuiltinType /\%(\.\)\@<!\<\%(text\|int\|number\|bool\|path\|member\|duration\|json\|Verdict\|Outcome\|Error\|ErrorPlace\)\>\%(\s*[:(]\)\@!/
 syn match flowBuiltinType /\<map\ze\s*</
 syn match flowType /\%(\.\)\@<!\<[A-Z][A-Za-z0-9_]*\>\%(\s*:\)\@!/
-syn match flowFunction /\%(\.\)\@<!\<\%(format_number\|from_seconds\|parse_number\|starts_with\|parse_json\|ends_with\|pad_start\|parse_int\|count_by\|find_all\|group_by\|index_of\|entries\|flatten\|matches\|overlap\|pad_end\|replace\|reverse\|seconds\|sort_by\|to_text\|unique\|values\|clamp\|floor\|lines\|lower\|match\|merge\|range\|round\|slice\|split\|upper\|ceil\|drop\|join\|keys\|omit\|pick\|sort\|take\|trim\|abs\|all\|any\|len\|max\|min\|sum\|zip\)\ze\s*(/
+syn match flowFunction /\%(\.\)\@<!\<\%(format_number\|from_seconds\|parse_number\|starts_with\|parse_json\|canonical\|ends_with\|pad_start\|parse_int\|count_by\|find_all\|group_by\|index_of\|entries\|flatten\|matches\|overlap\|pad_end\|replace\|reverse\|seconds\|sort_by\|to_text\|unique\|values\|clamp\|floor\|lines\|lower\|match\|merge\|range\|round\|slice\|split\|upper\|ceil\|drop\|join\|keys\|omit\|pick\|sort\|take\|trim\|abs\|all\|any\|len\|max\|min\|sum\|zip\)\ze\s*(/
 syn match flowConstraint /@\%(range\|length\|pattern\|format\)\>/
 syn match flowDuration /\<\%([0-9]\+\%(ms\|h\|m\|s\)\)\+\>/
 syn match flowNumber /\<[0-9]\+\%(\.[0-9]\+\)\=\%([eE][-+]\=[0-9]\+\)\=\>/

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentflow.compiler import types as T
 from agentflow.compiler.contracts import flow_string as _flow_string
-from agentflow.compiler.durations import by_length, call_by_length
+from agentflow.compiler.durations import by_length, call_by_length, needs_once
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import MINUS_PRECEDENCE, NOT_PRECEDENCE, PRECEDENCE
 from agentflow.errors import LoweringError
@@ -364,6 +364,17 @@ class ExpressionLowering(LoweringShared):
         """A library function call, printed as written: the evaluator runs it inside the
         template (docs/reference/functions.md)."""
         by_value = call_by_length(e, self.r)  # durations compared by length
+        if by_value is None and needs_once(e, self.r):
+            xs = self.expr(e.args[0], ctx)  # `unique(tool())`: the tool's step, read twice
+            name = f"\x00unique{id(e)}"  # no source name can be it
+            ctx.bindings[name] = xs
+            try:
+                rewritten = call_by_length(e, self.r, once=ast.Name(e.span, name))
+                if rewritten is None:  # pragma: no cover - needs_once says it is rewritten
+                    return join_frags(e.name + "(", xs, ")", atomic=True)
+                return self.expr(rewritten, ctx)
+            finally:
+                del ctx.bindings[name]
         if by_value is not None:
             return self.expr(by_value, ctx)
         return self._delimited(e.name + "(", e.args, ")", ctx)

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentflow.compiler import types as T
 from agentflow.compiler.contracts import contract_for
+from agentflow.compiler.durations import by_length
 from agentflow.compiler.lower_effects import (
     EffectLowering,
     _insert_before,
@@ -60,6 +61,7 @@ from agentflow.core.spans import Span
 from agentflow.core.vocabulary import BODY_CONTROL_STEPS, CONTROL_STEPS, Code
 from agentflow.errors import LoweringError
 from agentflow.grammar import ast
+from agentflow.grammar.written import written_text
 
 if TYPE_CHECKING:  # a type only: the checker runs the lowering (check_depth)
     from agentflow.compiler.checker import CheckResult
@@ -288,6 +290,13 @@ class _Lowerer(ExpressionLowering, EffectLowering):
             return []
         return [(stage.name.name, self.source(expr.span), printed, written)]
 
+    def _compared_by_length(self, e: ast.Expr) -> bool:
+        """True when ``e`` compares durations by length (compiler/durations.py): ``seconds``
+        fails on a joined text past 100 years (``big > 1s`` where ``big = a + a``)."""
+        return any(
+            isinstance(n, ast.Binary) and by_length(n, self.r) is not None for n in ast.walk(e)
+        )
+
     def _shown_otherwise(self, stage: str) -> bool:
         """True when a read of ``stage`` is not shown by its name in the plan's terms: its value
         is inlined, or is a step the graph names otherwise (a `let` of the stage, ``answer``)."""
@@ -351,7 +360,7 @@ class _Lowerer(ExpressionLowering, EffectLowering):
                 if not (len(frag.parts) == 1 and isinstance(frag.parts[0], StepRef)):
                     # inlined as text: a condition that reads it keeps its name (meta.when)
                     self.inlined_lets.add((id(ctx), st.name.name))
-                    if _can_fail(st.value):
+                    if _can_fail(st.value) or self._compared_by_length(st.value):
                         source = self.source(st.value.span)
                         self.let_marks.append((ctx.stage, st.name.name, source, frag, inner))
                 else:
@@ -397,7 +406,7 @@ class _Lowerer(ExpressionLowering, EffectLowering):
             written = self.expr(cond, ctx)
         finally:
             self.as_written = False
-        text = written.render()
+        text = written_text(written.render())  # durations' `seconds(…)` read back too
         return frag, (text if text != frag.render() else None)  # (read through input.env)
 
     @staticmethod
@@ -751,6 +760,7 @@ def _place_lets(data: dict[str, Any], marks: list[_LetMark]) -> None:
         nested = [(full[(stage, n)], n) for n in inner if (stage, n) in full]
         for sub, n in sorted(nested, key=lambda x: -len(x[0])):
             written = written.replace(sub, n)
+        written = written_text(written)  # durations' `seconds(a) < seconds("5m")` as `a < 5m`
         full[(stage, name)] = text
         printed.append((stage, text, {"name": name, "source": source, "text": written}))
 

@@ -507,6 +507,18 @@ _SPECS: tuple[FunctionSpec, ...] = (
         "invalid_argument",
     ),
     _f(
+        "canonical<T>(value: T, shape?: json) -> T",
+        "`value` with each duration where `shape` says (default: `value` is one) written in "
+        'its largest units, as `from_seconds` writes it: `"duration"`, `{items: S}` (a list), '
+        "`{fields: {name: S}}` (an object) or `{values: S}` (a map). Two durations are equal "
+        "exactly when their canonical texts are; the compiler writes it where a comparison of "
+        "lists, objects or maps holds durations",
+        'canonical([{ t: 90s }], { items: { fields: { t: "duration" } } })',
+        [{"t": "1m30s"}],
+        _C,
+        "invalid_argument",
+    ),
+    _f(
         "from_seconds(n: number) -> duration",
         "the duration of `n` seconds, to the millisecond, written in its largest units "
         "(`from_seconds(90)` is `1m30s`); `n` must not be negative nor longer than 876000h "

@@ -48,6 +48,7 @@ from typing import Any
 
 from agentflow.core.text import money
 from agentflow.core.vocabulary import BODY_KEYS, Code
+from agentflow.grammar.written import written_text
 from agentflow.ir.models import Plan, Step
 from agentflow.ir.names import body_names, in_source_terms, step_names
 from agentflow.ir.templates import template_refs
@@ -236,6 +237,8 @@ class _Scope:
     def rename(self, text: str) -> str:
         if not self.compiled and self.outer is None:
             return _ENV.sub("", text)
+        # `a < 5m` compiles to `seconds(a) < seconds("5m")`: shown as written (grammar/written.py)
+        text = written_text(text)
         # `t.note` of an optional field compiles to `(item.note ?? null)`: shown as written
         text = _OR_NULL.sub(r"\1", text)
         return in_source_terms(text, self.names, outer=self.outer)

@@ -28,7 +28,14 @@ from agentflow.core.vocabulary import (
 )
 from agentflow.ir.schemas import validation_errors
 
-__all__ = ["Mismatch", "mismatch_lines", "mismatches", "shown_path", "type_names"]
+__all__ = [
+    "Mismatch",
+    "mismatch_lines",
+    "mismatches",
+    "shown_path",
+    "too_long_durations",
+    "type_names",
+]
 
 Path_ = tuple[str | int, ...]
 
@@ -138,6 +145,18 @@ def mismatches(
     if not errors:
         out.extend(_too_long(schema, schema, value, (root,), 0))
     return out
+
+
+def too_long_durations(schema: dict[str, Any], value: Any) -> list[tuple[Path_, str]]:
+    """``(path, problem)`` of each duration in ``value`` — which fits ``schema``, a compiled
+    `.flow` type — longer than :data:`~agentflow.core.vocabulary.MAX_DURATION_MS`, the path
+    from the value's root (``("wait",)``), the problem without it (``"877000h" is longer than
+    the longest duration, 876000h (100 years)``): an agent's answer and a tool's result are
+    refused at their contract as an input is (docs/reference/lexical.md "Durations")."""
+    return [
+        (m.path[1:], m.message.split("` is ", 1)[1].replace(", longer than", " is longer than", 1))
+        for m in _too_long(schema, schema, value, ("$",), 0)
+    ]
 
 
 def _too_long(root: dict[str, Any], node: Any, value: Any, at: Path_, depth: int) -> list[Mismatch]:

@@ -26,18 +26,15 @@ import regex
 
 from agentflow.core.functions import FUNCTIONS, arity
 from agentflow.core.vocabulary import (
-    DURATION_PATTERN,
     MAX_EXPR_DEPTH,
     MAX_INT,
     MIN_INT,
-    MINUS_PRECEDENCE,
-    NOT_PRECEDENCE,
-    PRECEDENCE,
     UNARY_CONDITION_OPS,
     Code,
 )
 from agentflow.errors import BadPath, ExprError, RunError, SourceError
 from agentflow.grammar import ast
+from agentflow.grammar.written import expr_text, wrappers
 from agentflow.ir.templates import too_deep
 from agentflow.runtime.extract import MAX_JSON_DEPTH, too_deep_message
 from agentflow.runtime.functions import (
@@ -132,136 +129,6 @@ _ITEM: Any = object()
 def _kind(x: object) -> str:
     """The JSON kind of a value as messages say it (a ``range`` too)."""
     return "range" if isinstance(x, FlowRange) else kind_of(x)
-
-
-# ---------------------------------------------------------------------------------------------
-# Text of expressions (for error messages)
-
-
-def expr_text(node: ast.Expr | None) -> str:
-    """A compact source-like rendering of an expression (paths exactly as written)."""
-    if node is None:
-        return ""
-    if isinstance(node, ast.Name):
-        return node.name
-    if isinstance(node, ast.Member):
-        return f"{_operand_text(node.obj)}.{node.name}"
-    if isinstance(node, ast.Index):
-        return f"{_operand_text(node.obj)}[{expr_text(node.index)}]"
-    if isinstance(node, ast.ProjectionItem):
-        return ""
-    if isinstance(node, ast.Projection):
-        rest = expr_text(node.path) if node.path is not None else ""
-        return f"{expr_text(node.base)}[*]{rest}"
-    if isinstance(node, ast.NumberLit):
-        return repr(node.value)
-    if isinstance(node, ast.StringLit):
-        return json.dumps(node.text, ensure_ascii=False) if node.is_plain else '"…"'
-    if isinstance(node, ast.BoolLit):
-        return "true" if node.value else "false"
-    if isinstance(node, ast.NullLit):
-        return "null"
-    if isinstance(node, ast.DurationLit):
-        return node.text
-    if isinstance(node, ast.Binary):
-        p = _PREC.get(node.op, 0)
-        # left-associative; comparisons (5) and ranges (6) do not chain
-        left = _grouped(node.left, p + 1 if p in (5, 6) else p)
-        return f"{left} {node.op} {_grouped(node.right, p + 1)}"
-    if isinstance(node, ast.Unary):
-        if node.op == "not":
-            return f"not {_grouped(node.operand, _NOT_PREC)}"
-        return f"{node.op}{_grouped(node.operand, _MINUS_PREC + 1)}"
-    if isinstance(node, ast.RangeExpr):
-        return f"{_grouped(node.low, 7)}..{_grouped(node.high, 7)}"
-    if isinstance(node, ast.ListLit):
-        return "[" + ", ".join(expr_text(i) for i in node.items) + "]"
-    if isinstance(node, ast.ObjectLit):
-        return "{" + ", ".join(f"{e.key}: {expr_text(e.value)}" for e in node.entries) + "}"
-    if isinstance(node, ast.FuncCall):
-        written = _difference_written(node)
-        if written is not None:
-            return written
-        return f"{node.name}(" + ", ".join(expr_text(a) for a in node.args) + ")"
-    if isinstance(node, ast.CondExpr):
-        then = _grouped(node.then, 1)  # the `then` arm is one operator chain
-        return f"if {expr_text(node.cond)} then {then} else {expr_text(node.else_)}"
-    return type(node).__name__
-
-
-_DURATION_TEXT = regex.compile(DURATION_PATTERN)
-
-
-def _difference_written(node: ast.FuncCall) -> str | None:
-    """``a - b`` for ``from_seconds(max([seconds(a) - seconds(b), 0]))``, the compiler's writing
-    of a difference of durations (compiler/durations.py), so a message names the expression as
-    the user wrote it (docs/reference/expressions.md); None for any other call."""
-    if node.name != "from_seconds" or len(node.args) != 1:
-        return None
-    inner = node.args[0]
-    if not (isinstance(inner, ast.FuncCall) and inner.name == "max" and len(inner.args) == 1):
-        return None
-    items = inner.args[0]
-    if not (isinstance(items, ast.ListLit) and len(items.items) == 2):
-        return None
-    zero = items.items[1]
-    if not (isinstance(zero, ast.NumberLit) and zero.value == 0):
-        return None
-    terms: list[ast.Expr] = []
-    chain = items.items[0]
-    while isinstance(chain, ast.Binary) and chain.op == "-":
-        terms.append(chain.right)
-        chain = chain.left
-    terms.append(chain)
-    if len(terms) < 2:
-        return None
-    operands = []
-    for i, t in enumerate(reversed(terms)):
-        if not (isinstance(t, ast.FuncCall) and t.name == "seconds" and len(t.args) == 1):
-            return None  # left-associative: the first operand may be a `-` itself
-        arg = t.args[0]
-        if isinstance(arg, ast.StringLit) and arg.is_plain and _DURATION_TEXT.fullmatch(arg.text):
-            operands.append(arg.text)  # a written duration, which the plan holds as a text
-            continue
-        operands.append(_grouped(arg, _PREC["-"] + (1 if i else 0)))
-    return " - ".join(operands)
-
-
-#: Binding strength of the operators (core.vocabulary.PRECEDENCE, the parser's).
-_PREC = PRECEDENCE
-_NOT_PREC = NOT_PRECEDENCE
-_MINUS_PREC = MINUS_PRECEDENCE
-
-
-def _binding(node: ast.Expr) -> int:
-    """How tightly ``node`` binds as printed (an operand binding less needs parentheses)."""
-    if isinstance(node, ast.Binary):
-        return _PREC.get(node.op, 0)
-    if isinstance(node, ast.FuncCall) and _difference_written(node) is not None:
-        return _PREC["-"]
-    if isinstance(node, ast.RangeExpr):
-        return _PREC[".."]
-    if isinstance(node, ast.Unary):
-        return _NOT_PREC if node.op == "not" else _MINUS_PREC
-    if isinstance(node, ast.CondExpr):
-        return 0
-    return 10
-
-
-def _grouped(node: ast.Expr, needs: int) -> str:
-    """``expr_text(node)`` as an operand that must bind at least ``needs``: parenthesized when it
-    binds less (``1 / (input.n - 1)``, not ``1 / input.n - 1``)."""
-    text = expr_text(node)
-    return f"({text})" if _binding(node) < needs else text
-
-
-def _operand_text(node: ast.Expr) -> str:
-    """``expr_text`` of the object of a member/index, parenthesized when it is an operation
-    (``(x ?? {a: null}).a``, not ``x ?? {a: null}.a``)."""
-    text = expr_text(node)
-    if isinstance(node, ast.Binary | ast.Unary | ast.RangeExpr | ast.CondExpr):
-        return f"({text})"
-    return text
 
 
 # ---------------------------------------------------------------------------------------------
@@ -815,13 +682,30 @@ def _visit_Binary(node: ast.Binary, scope: Mapping[str, Any]) -> Any:
     fn = _STRICT_BINARY.get(op)
     if fn is None:
         raise ExprError(f"unknown operator `{op}`")
-    left, right = _visit(node.left, scope), _visit(node.right, scope)
+    try:
+        left, right = _visit(node.left, scope), _visit(node.right, scope)
+    except (BadPath, EvalEnded):
+        raise
+    except RunError as e:  # durations: named as written, not as the compiler wrote them
+        raise _named_as_written(e, node) from None
     try:
         return fn(left, right, node)
     except OverflowError:  # e.g. a huge int mixed with a float
         raise _too_large(node) from None
     except MemoryError:  # a last guard: the limits above refuse what could get here
         raise ExprError(f"`{expr_text(node)}`: the result is too large to build") from None
+
+
+def _named_as_written(e: RunError, node: ast.Binary | ast.FuncCall) -> RunError:
+    """``e``, raised by a call the compiler added to ``node`` (``seconds``, ``canonical``:
+    runtime/written.py), as a failure of ``node`` as the user wrote it (`` `a + b < 5m`: … ``
+    rather than `` `seconds(a + b)`: … ``); ``e`` itself otherwise."""
+    for w in wrappers(node):
+        quoted = f"`{expr_text(w)}`: "
+        if e.message.startswith(quoted):
+            message = f"`{expr_text(node)}`: {e.message[len(quoted) :]}"
+            return ExprError(message) if isinstance(e, ExprError) else RunError(e.code, message)
+    return e
 
 
 def _visit_CondExpr(node: ast.CondExpr, scope: Mapping[str, Any]) -> Any:
@@ -848,14 +732,8 @@ def _visit_FuncCall(node: ast.FuncCall, scope: Mapping[str, Any]) -> Any:
         args = [v.to_list() if type(v := _visit(a, scope)) is FlowRange else v for a in node.args]
     except (BadPath, EvalEnded):
         raise
-    except RunError as e:  # `a - b` of durations: named as written, not as the compiler wrote it
-        written = _difference_written(node)
-        if written is None or not e.message.startswith("`seconds(") or "`: " not in e.message:
-            raise
-        message = f"`{written}`: {e.message.split('`: ', 1)[1]}"
-        raise (
-            ExprError(message) if isinstance(e, ExprError) else RunError(e.code, message)
-        ) from None
+    except RunError as e:  # durations: named as written, not as the compiler wrote them
+        raise _named_as_written(e, node) from None
     if args and type(first := args[0]) in _SIZED and len(first) > _BIG_ARGUMENT:
         checkpoint()  # between calls over large values (`sort` of 1M items is a C loop)
     try:

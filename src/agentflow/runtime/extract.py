@@ -25,6 +25,7 @@ import fastjsonschema
 from agentflow.core.text import clean_json
 from agentflow.core.vocabulary import MAX_INT, MIN_INT, Code
 from agentflow.errors import RunError
+from agentflow.ir.mismatch import too_long_durations
 from agentflow.ir.schemas import canonical_json as canonical_json
 from agentflow.ir.schemas import fast_lax_about, fast_validator, schema_problem
 from agentflow.ir.schemas import validator as schema_validator
@@ -315,9 +316,21 @@ def validate(schema: dict[str, Any], value: Any) -> list[str]:
     if problem is not None:  # a remote, unresolvable or endlessly looping reference
         return [f"$: the schema cannot be used: {problem}"]
     try:
-        return _validate(schema, value)
+        errors = _validate(schema, value)
+        if not errors and _holds_durations(canonical_json(schema)):
+            # a duration's pattern cannot bound its length: at most 100 years, as an input
+            errors = [
+                f"{json_path(at)}: {problem}" for at, problem in too_long_durations(schema, value)
+            ]
+        return errors
     except RecursionError:
         return [f"$: the value is {too_deep_message()}"]
+
+
+@lru_cache(maxsize=256)
+def _holds_durations(schema_key: str) -> bool:
+    """Whether the schema (its canonical JSON) types a duration anywhere."""
+    return '"x-flow-type":"duration"' in schema_key
 
 
 def _validate(schema: dict[str, Any], value: Any) -> list[str]:

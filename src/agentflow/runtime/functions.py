@@ -648,17 +648,24 @@ def _parse_json(s: str) -> Any:
 
 def _duration_seconds(d: Any) -> int | float:
     """One duration's length in seconds: an ``int`` when whole, else to the millisecond."""
+    ms = _length_ms(d)
+    return ms // 1000 if ms % 1000 == 0 else ms / 1000
+
+
+def _length_ms(d: Any, name: str = "d") -> int:
+    """One duration's length in milliseconds, at most the longest duration (``name``: the
+    parameter a message names)."""
     try:
         ms = duration_ms(d)
     except ValueError:
         shown = _short(d) if isinstance(d, str) else kind_of(d)
-        raise ExprError(f"`d` must be a duration (250ms, 90s, 1h30m), got {shown}") from None
+        raise ExprError(f"`{name}` must be a duration (250ms, 90s, 1h30m), got {shown}") from None
     if ms > MAX_DURATION_MS:  # below it, ms / 1000 tells every two lengths apart
         raise RunError(
             Code.INVALID_ARGUMENT,
             f"{_short(d)} is longer than the longest duration, {MAX_DURATION_TEXT}",
         )
-    return ms // 1000 if ms % 1000 == 0 else ms / 1000
+    return ms
 
 
 def _seconds(d: Any) -> Any:
@@ -687,6 +694,59 @@ def _from_seconds(n: int | float) -> str:
             f"{_render(n)} seconds is longer than the longest duration, {MAX_DURATION_TEXT}",
         )
     return duration_text(ms)
+
+
+def _canonical(value: Any, shape: Any = None) -> Any:
+    """``canonical(value, shape?)`` (docs/reference/functions.md): ``value`` with every duration
+    where ``shape`` says written in its canonical form, its largest units (``90s`` →
+    ``"1m30s"``, as ``from_seconds`` writes it): two durations are equal exactly when their
+    canonical texts are. ``shape`` (default ``"duration"``): ``"duration"``, ``{items: S}`` (a
+    list), ``{fields: {name: S, …}}`` (an object, its other fields as they are) or ``{values:
+    S}`` (a map); ``null`` stays ``null`` anywhere. The compiler writes it where a comparison's
+    static type holds durations (docs/reference/lexical.md "Durations")."""
+    return _canon(value, "duration" if shape is None else shape, 0)
+
+
+_SHAPE_KEYS = ("items", "fields", "values")
+
+
+def _canon(v: Any, shape: Any, depth: int) -> Any:
+    if v is None:
+        return None
+    if depth > MAX_EXPR_DEPTH:
+        raise ExprError(f"`shape` nests more than {MAX_EXPR_DEPTH} levels")
+    if shape == "duration":
+        return duration_text(_length_ms(v, "value"))
+    if not (isinstance(shape, dict) and len(shape) == 1 and next(iter(shape)) in _SHAPE_KEYS):
+        raise ExprError(
+            '`shape` must be "duration", {items: …}, {fields: {…}} or {values: …}, got '
+            f"{_shown_shape(shape)}"
+        )
+    key, inner = next(iter(shape.items()))
+    if key == "items":
+        if not isinstance(v, list | tuple):
+            raise ExprError(f"`shape` says a list, got {kind_of(v)}")
+        out = []
+        for i, x in enumerate(v):
+            if not i % _EVERY:
+                checkpoint()
+            out.append(_canon(x, inner, depth + 1))
+        return out
+    if not isinstance(v, dict):
+        raise ExprError(f"`shape` says an object, got {kind_of(v)}")
+    if key == "values":
+        return {k: _canon(x, inner, depth + 1) for k, x in v.items()}
+    if not isinstance(inner, dict):
+        raise ExprError(f"`fields` must be an object of shapes, got {kind_of(inner)}")
+    return {k: (_canon(x, inner[k], depth + 1) if k in inner else x) for k, x in v.items()}
+
+
+def _shown_shape(x: Any) -> str:
+    try:
+        text = json.dumps(x, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return kind_of(x)
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 #: name → implementation (arguments evaluated, kinds checked, omitted ones ``None``)
@@ -743,6 +803,7 @@ IMPLEMENTATIONS: dict[str, Callable[..., Any]] = {
     "parse_json": _parse_json,
     "seconds": _seconds,
     "from_seconds": _from_seconds,
+    "canonical": _canonical,
 }
 
 assert IMPLEMENTATIONS.keys() == FUNCTIONS.keys(), "every library function has one implementation"
