@@ -204,9 +204,20 @@ def read_baseline(baseline: str | os.PathLike[str]) -> dict[str, Any]:
     reads it before any case runs, so a wrong file costs no inference. Raises
     :class:`ConfigError` when the file cannot be read or is not an eval report."""
     try:
-        return check_baseline(json.loads(Path(baseline).read_text(encoding="utf-8")))
+        text = Path(baseline).read_text(encoding="utf-8")
+        if not text.strip():  # `--json > base.json` of a run that failed, or a placeholder
+            raise ConfigError(
+                f"{baseline}: not a baseline: the file is empty"
+                f"\nhint: write one with `flowc eval FILE --json > {baseline}`"
+            )
+        return check_baseline(json.loads(text))
     except OSError as e:
         raise ConfigError(f"{baseline}: cannot read the baseline: {e.strerror or e}") from None
+    except json.JSONDecodeError as e:  # where, in words: `line 1, column 6` (as --input says it)
+        raise ConfigError(
+            f"{baseline}:{e.lineno}:{e.colno}: not a baseline: not valid JSON "
+            f"({e.msg.lower()} at line {e.lineno}, column {e.colno})"
+        ) from None
     except (ValueError, RecursionError) as e:
         raise ConfigError(f"{baseline}: not a baseline: {e}") from None
 

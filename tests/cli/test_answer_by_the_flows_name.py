@@ -91,8 +91,8 @@ def test_answer_takes_the_let_name_and_refuses_an_ambiguous_one(tmp_path: Path, 
             "error: `decision` names 2 questions run s1 waits on: "
             "review › item 0 › decision = ask · E0/do.0; "
             "review › item 1 › decision = ask · E0/do.1\n"
-            "hint: give the step path of the one to answer, e.g. "
-            "flowc answer s1 E0/do.0 VALUE\n"
+            "hint: name the one to answer, e.g. "
+            "flowc answer s1 'decision[0]' VALUE (or its step path, E0/do.0)\n"
         )
         code, _, said = _flowc("answer", "s1", "E0/do.0", "ship")  # the path still answers
         assert code == 0, said

@@ -28,6 +28,10 @@ eval "all" {
 """
 
 FLOWC = Path(sys.executable).parent / "flowc"
+SUPPORT = (
+    "input { tickets: Ticket[] }\ntype Ticket { id: text }\nstage s -> int { len(input.tickets) }\n"
+)
+NOT_A_LIST = '`input.tickets` is "oops", but the flow\'s input type wants `Ticket[]` here'
 MEANT = "`input` has no field `directory` in the flow's input type `{ dir: path, depth: int? }`"
 
 
@@ -90,9 +94,13 @@ async def test_serve_answers_an_mcp_client_in_the_same_words(tmp_path):
     d = tmp_path / "flows"
     d.mkdir()
     (d / "todos.flow").write_text(TODOS.split("eval")[0], encoding="utf-8")
+    (d / "support.flow").write_text(SUPPORT, encoding="utf-8")
     params = StdioServerParameters(command=str(FLOWC), args=["serve", "--mcp", str(d)])
     async with stdio_client(params) as (r, w), ClientSession(r, w) as session:
         await session.initialize()
         done = await session.call_tool("todos", {"directory": "p"})
+        named = await session.call_tool("support", {"tickets": "oops"})
     assert done.is_error
     assert done.content[0].text == f"{MEANT}; did you mean `dir`?"
+    # the types the user named are said by name (test_input_errors_name_the_users_types.py)
+    assert named.is_error and named.content[0].text == NOT_A_LIST

@@ -146,7 +146,7 @@ def test_bug_triage_spans_arrive_in_phoenix_with_the_documented_tree(phoenix, tm
     assert agent["attributes"]["agentflow.step.path"] == "E0"
     assert agent["attributes"]["code.file.path"] == "bug-triage.flow"
     assert agent["attributes"]["code.line.number"] == 42
-    assert names(agent) == ["round 1", "round 2", "round 3", "round 4"]
+    assert names(agent) == ["agent turn 1", "agent turn 2", "agent turn 3", "agent turn 4"]
     tools = []
     for round_span in children(agent):
         kids = children(round_span)

@@ -57,6 +57,25 @@ def test_a_wrong_baseline_is_refused_before_any_case_runs(project, baseline, sai
     assert "[configured]" not in out.stderr  # no case's progress line: nothing ran
 
 
+@pytest.mark.parametrize(
+    ("baseline", "said"),
+    [
+        ("", ["error: base.json: not a baseline: the file is empty",
+              "hint: write one with `flowc eval FILE --json > base.json`"]),
+        ("  \n", ["error: base.json: not a baseline: the file is empty",
+                  "hint: write one with `flowc eval FILE --json > base.json`"]),
+        ('{"format": 1,\n  "cases" []}', ["error: base.json:2:11: not a baseline: not valid JSON "
+                                          "(expecting ':' delimiter at line 2, column 11)"]),
+    ],
+)  # fmt: skip
+def test_an_empty_or_broken_baseline_is_said_in_plain_words(project, baseline, said):
+    (project / "base.json").write_text(baseline, encoding="utf-8")
+    out = _eval("--baseline", "base.json")
+    assert out.exit_code == 1, out.output
+    assert out.stderr.splitlines() == said
+    assert "char " not in out.stderr and "Expecting value" not in out.stderr
+
+
 def test_a_missing_baseline_is_a_usage_error(project):
     out = _eval("--baseline", "base.json")
     assert out.exit_code == 2, out.output

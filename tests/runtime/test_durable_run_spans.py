@@ -121,7 +121,7 @@ def test_an_agent_in_flight_at_a_kill_is_one_span_whose_rounds_from_both_process
     spans = exporter.get_finished_spans()
     names = Counter(s.name for s in spans)
     assert names == Counter(
-        {"run p": 1, "stage a": 1, "invoke_agent": 1, "round 1": 1, "round 2": 1, "round 3": 1,
+        {"run p": 1, "stage a": 1, "invoke_agent": 1, "agent turn 1": 1, "agent turn 2": 1, "agent turn 3": 1,
          "chat m": 3, "execute_tool n": 2}
     )  # fmt: skip
     exported = {s.context.span_id: s for s in spans}
@@ -129,7 +129,7 @@ def test_an_agent_in_flight_at_a_kill_is_one_span_whose_rounds_from_both_process
     agent_span = next(s for s in spans if s.name == "invoke_agent")
     assert exported[agent_span.parent.span_id].name == "stage a"
     for number in (1, 2, 3):
-        span = next(s for s in spans if s.name == f"round {number}")
+        span = next(s for s in spans if s.name == f"agent turn {number}")
         assert span.parent.span_id == agent_span.context.span_id
     assert agent_span.attributes["agentflow.step.tool"] == "agent"
 

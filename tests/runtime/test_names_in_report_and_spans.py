@@ -94,7 +94,7 @@ def test_span_names_are_the_flows_names_in_the_genai_form(tmp_path):
         "invoke_agent helper": "E2",
     }
     assert steps.items() <= paths.items()
-    assert set(paths) == {*steps, "run named", "stage look", "round 1", "chat test"}
+    assert set(paths) == {*steps, "run named", "stage look", "agent turn 1", "chat test"}
 
 
 def test_the_reports_error_names_the_failing_step_as_the_console_does(tmp_path):
@@ -113,3 +113,57 @@ def test_the_reports_error_names_the_failing_step_as_the_console_does(tmp_path):
     errors = html[html.index('id="errors"') :]
     assert "<b>the run, in a › require (step E0)</b>" in errors
     assert "too big: 14" in errors
+
+
+OUTLINED = """\
+flow outlined
+use agent "critic" as critic
+input { xs: int[] }
+stage answer -> int[] {
+  return parallel map input.xs as x limit 2 {
+    let first = x + 1
+    let final = loop up to 2 as turn, best = first {
+      let a = agent(critic) { task "ok ${best}?" tools none expect int }
+      let b = agent(critic) { task "ok ${a}?" tools none expect int }
+      return best + turn + a + b
+    } until false else best
+    return final
+  }
+}
+"""
+
+
+def test_outlined_items_and_rounds_are_named_as_the_flow_names_them(tmp_path):
+    """A map's item or a loop's round whose body the compiler outlined into a `plan__…`
+    sub-plan is a span named `item N` / `round N`, with no `execute_tool plan__…` span for
+    the call; an agent's own rounds are `agent turn N`, never a loop's `round N`; the report's
+    tool column says `item` / `round` (docs/observability.md "Span names")."""
+    (tmp_path / "outlined.flow").write_text(OUTLINED, encoding="utf-8")
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    sink = OtelSink(TelemetrySettings(), tracer_provider=provider)
+    trace = tmp_path / "trace.jsonl"
+    result = api.run_sync(
+        tmp_path / "outlined.flow", {"xs": [1]}, model="test", sinks=[sink], trace=trace,
+        shape_cache=False,
+    )  # fmt: skip
+    assert result.ok, result.error
+    spans = exporter.get_finished_spans()
+    assert not [s.name for s in spans if "plan__" in s.name]
+    by_path = {
+        s.attributes["agentflow.step.path"]: s.name
+        for s in spans
+        if s.name != "chat test" and not s.name.startswith("agent turn")
+        if "agentflow.step.path" in (s.attributes or {})
+    }
+    assert by_path["E0/do.0"] == "item 0"
+    assert by_path["E0/do.0/E0/round.1"] == "round 1"
+    assert by_path["E0/do.0/E0/round.2"] == "round 2"
+    turns = [s for s in spans if s.name.startswith("agent turn")]
+    assert [s.name for s in turns] == ["agent turn 1"] * 4
+    html = api.report(trace)
+    table = html[html.index('id="steps-table"') :]
+    assert "plan__" not in html
+    row = table[table.index('data-path="E0/do.0/E0/round.2"') :]
+    assert '<td data-label="tool">round</td>' in row[: row.index("</tr>")]

@@ -142,3 +142,24 @@ def test_live_view_lists_running_steps_by_label_and_leaves_bookkeeping_out():
     assert "audits › item 0 › agent(auditor)" in view and "t.flow:21:5" in view
     assert "agent(auditor) › read_file" in view and "src/app.py:12" in view
     assert "plan__" not in view and "E1/do.0" not in view
+
+
+def test_a_failed_inlined_let_is_shown_where_the_final_error_points(tmp_path):
+    # `let m` is inlined into the `return` step: its progress line and the run's error both
+    # name the expression that failed (`s › m` at 3:11), not one the statement that read it
+    (tmp_path / "div0.flow").write_text(
+        "input { n: int }\nstage s -> number {\n  let m = input.n / 0\n  return m\n}\n",
+        encoding="utf-8",
+    )
+    stream = io.StringIO()
+    sink = ConsoleSink(stream, force_plain=True)
+    run = agentflow.run_sync(tmp_path / "div0.flow", {"n": 1}, sinks=[sink])
+    assert run.error is not None and run.error.source is not None
+    assert run.error.source.endswith("div0.flow:3:11")
+    failed = [line for line in stream.getvalue().splitlines() if line.startswith("✗")]
+    assert len(failed) == 1
+    assert re.fullmatch(
+        rf"✗ s › m  {re.escape(run.error.source)}  [0-9.]+s  "
+        r"arithmetic: `input\.n / 0`: division by zero",
+        failed[0],
+    )

@@ -102,7 +102,7 @@ def test_bug_triage_run_exports_run_stage_step_round_model_and_tool_spans():
     assert (attrs["code.line.number"], attrs["code.column.number"]) == (42, 16)
     assert attrs["agentflow.step.status"] == "ok"
     assert attrs["agentflow.usage.input_tokens"] == 40
-    assert tree.names(agent) == ["round 1", "round 2", "round 3", "round 4"]
+    assert tree.names(agent) == ["agent turn 1", "agent turn 2", "agent turn 3", "agent turn 4"]
 
     rounds = tree.children(agent)
     expected_tools = [["list_dir"], ["grep"], ["read_file"], []]  # as the .flow names them

@@ -21,14 +21,20 @@ _SCALARS = {
 }
 
 
-def flow_type_of_schema(schema: Any, depth: int = 0) -> str:
+def flow_type_of_schema(schema: Any, depth: int = 0, *, named: bool = False) -> str:
     """The `.flow` type (docs/spec/LANGUAGE.md §3) closest to a JSON Schema, as source text: scalars
     map to ``text``/``int``/``number``/``bool``/``null``, ``x-flow-type`` is honoured (``path``…),
     string enums become literal unions, arrays ``T[]``, objects with properties inline object
     types (optional fields ``T?``), ``anyOf``/``oneOf``/type lists unions; anything else (or
-    deeper than 4 levels) is ``json``."""
+    deeper than 4 levels) is ``json``.  ``named``: a reference to a named type of a compiled
+    `.flow` contract (``{"$ref": "#/$defs/Ticket"}``) is said by that name (``Ticket``: the
+    run-time messages about a value, where the user declared it); else ``json`` (``flowc tools
+    --extern`` writes source that declares no such type)."""
     if not isinstance(schema, dict) or depth > 4:
         return "json"
+    ref = schema.get("$ref")
+    if named and isinstance(ref, str) and ref.startswith("#/$defs/") and "/" not in ref[8:]:
+        return ref[8:] if IDENT.match(ref[8:]) else "json"
     flow_type = schema.get("x-flow-type")
     if isinstance(flow_type, str) and flow_type in _FLOW_TYPES:  # `prim` writes only these
         return flow_type
@@ -38,29 +44,31 @@ def flow_type_of_schema(schema: Any, depth: int = 0) -> str:
     for key in ("anyOf", "oneOf"):
         options = schema.get(key)
         if isinstance(options, list) and options:
-            return _union([flow_type_of_schema(o, depth + 1) for o in options])
+            return _union([flow_type_of_schema(o, depth + 1, named=named) for o in options])
     kind = schema.get("type")
     if not isinstance(kind, str | list):
         return "json"
     if isinstance(kind, list):
-        return _union([flow_type_of_schema({**schema, "type": k}, depth + 1) for k in kind])
+        return _union(
+            [flow_type_of_schema({**schema, "type": k}, depth + 1, named=named) for k in kind]
+        )
     if kind in _SCALARS:
         return _SCALARS[kind]
     if kind == "array":
-        item = flow_type_of_schema(schema.get("items"), depth + 1)
+        item = flow_type_of_schema(schema.get("items"), depth + 1, named=named)
         return f"({item})[]" if "|" in item else f"{item}[]"
     if kind == "object":
         props = schema.get("properties")
         extra = schema.get("additionalProperties")
         if not props and isinstance(extra, dict) and extra:  # `dict[str, int]` → `map<int>`
-            value = flow_type_of_schema(extra, depth + 1)
+            value = flow_type_of_schema(extra, depth + 1, named=named)
             return "json" if value == "json" else f"map<{value}>"
         if not isinstance(props, dict) or not props or not all(IDENT.match(k) for k in props):
             return "json"
         required = required_fields(schema)
         fields = []
         for name, sub in props.items():
-            t = flow_type_of_schema(sub, depth + 1)
+            t = flow_type_of_schema(sub, depth + 1, named=named)
             fields.append(f"{name}: {_optional(t) if name not in required else t}")
         return "{ " + ", ".join(fields) + " }"
     return "json"

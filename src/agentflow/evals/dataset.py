@@ -385,7 +385,8 @@ def _problem(case: Case, key: str, problem: Mismatch) -> Diagnostic:
     if problem.code == D.UNKNOWN_FIELD:
         here = case.key_spans.get((*problem.path, problem.field or ""), here)
     elif problem.field is not None:  # a missing required field
-        hint = f"add `{problem.field}` to this case's `{key}`"
+        fields = ", ".join(f"`{n}`" for n in problem.missing or (problem.field,))
+        hint = f"add {fields} to this case's `{key}`"
     return _diag(problem.code, problem.message, here, hint=hint)
 
 

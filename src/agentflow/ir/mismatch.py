@@ -49,14 +49,16 @@ class Mismatch:
       ``unknown-field``, ``invalid-value``).
     - ``message``: one line in the `.flow`'s terms; ``hint``: a "did you mean `dir`?" or what to
       add, or None.
-    - ``field``: the unknown field's name (a dataset points at its key) or the missing one's,
-      else None."""
+    - ``field``: the unknown field's name (a dataset points at its key) or the first missing
+      one's, else None; ``missing``: every required field the object lacks (one problem says
+      them all), else ``()``."""
 
     path: Path_
     code: str
     message: str
     hint: str | None = None
     field: str | None = None
+    missing: tuple[str, ...] = ()
 
     def line(self) -> str:
         """``message`` with its hint as one line (``…: did you mean `dir`?``)."""
@@ -122,10 +124,11 @@ def mismatches(
         where = tuple(error.absolute_path)
         full = (root, *where)
         if error.validator == "required" and isinstance(error.instance, dict):
-            for name in _absent(error):
-                if name not in meant.setdefault(where, set()):  # not misspelt, not said yet
-                    meant[where].add(name)
-                    out.append(_missing(full, name, what, shown_type(error.schema)))
+            said = meant.setdefault(where, set())
+            lacking = [n for n in _absent(error) if n not in said]  # not misspelt, not said yet
+            said.update(lacking)
+            if lacking:  # one problem per object, however many fields it lacks
+                out.append(_missing(full, lacking, what, shown_type(error.schema)))
         elif _is_unknown(error):
             allowed = sorted((error.schema.get("properties") or {}).keys())
             for name in _extra(error):
@@ -268,15 +271,18 @@ def _extra(error: Any) -> list[str]:
 
 def _typer(names: dict[int, str]) -> Any:
     """A schema's type as said in a message: its name when the user named it, else written out."""
-    return lambda schema: names.get(id(schema)) or flow_type_of_schema(schema)
+    return lambda schema: names.get(id(schema)) or flow_type_of_schema(schema, named=True)
 
 
-def _missing(full: Path_, name: str, what: str, typ: str) -> Mismatch:
+def _missing(full: Path_, lacking: list[str], what: str, typ: str) -> Mismatch:
+    said = ", ".join(f"`{n}`" for n in lacking[:-1])
+    said = f"s {said} and `{lacking[-1]}`" if said else f" `{lacking[0]}`"
     return Mismatch(
         full,
         D.TYPE_MISMATCH,
-        f"`{shown_path(full)}` lacks the required field `{name}` of {what} `{typ}`",
-        field=name,
+        f"`{shown_path(full)}` lacks the required field{said} of {what} `{typ}`",
+        field=lacking[0],
+        missing=tuple(lacking),
     )
 
 
@@ -290,6 +296,15 @@ def _other(full: Path_, what: str, error: Any, typ: str) -> Mismatch:
             D.TYPE_MISMATCH,
             f"`{shown_path(full)}` is {found}, but {what} wants `{typ}` here",
         )
+    if error.validator == "pattern" and error.schema.get("x-flow-type") == "duration":
+        found = json.dumps(error.instance, ensure_ascii=False)
+        found = found if len(found) <= 60 else found[:57] + "…"
+        return Mismatch(
+            full,
+            D.TYPE_MISMATCH,
+            f"`{shown_path(full)}` is {found}, but {what} wants `duration` here",
+            "write a duration such as `90s` or `1h30m` (units ms, s, m, h)",
+        )
     return Mismatch(full, D.INVALID_VALUE, f"`{shown_path(full)}`: {error.message}")
 
 
@@ -300,10 +315,14 @@ def mismatch_lines(
     root: str = "input",
     what: str = "the flow's input type",
     limit: int = 5,
+    names: dict[int, str] | None = None,
 ) -> list[str]:
     """:func:`mismatches` as at most ``limit`` lines (each with its hint), then ``… and N more``
-    when there are more; ``[]`` when ``value`` fits.  Raises ValueError as :func:`mismatches`."""
-    found = mismatches(schema, value, root=root, what=what)
+    when there are more; ``[]`` when ``value`` fits.  ``names``: the types the user named, as
+    :func:`mismatches` takes them (default: the schema's ``$defs``, by their names).  Raises
+    ValueError as :func:`mismatches`."""
+    names = type_names(schema, None) if names is None else names
+    found = mismatches(schema, value, root=root, what=what, names=names)
     lines = [m.line() for m in found[:limit]]
     if len(found) > limit:
         lines.append(f"… and {len(found) - limit} more")

@@ -527,7 +527,12 @@ class ConsoleSink:
                 return
             if data.get("fold") and not (err and err.get("step_path") == path):
                 return  # bookkeeping: its inner steps said it; an error it raised is shown
-            head = f"{_short(label, 200)}{_at(data.get('source'))}  {secs:.2f}s"
+            source = data.get("source")
+            if err and err.get("step_path") == path and err.get("source"):
+                # where it failed, as the final error says it: an inlined `let`'s expression
+                # (`s › m  x.flow:3:11`) rather than the statement that read it
+                label, source = err.get("label") or label, err["source"]
+            head = f"{_short(label, 200)}{_at(source)}  {secs:.2f}s"
             note = self._notes.pop(path, None)
             if note is not None and not err:
                 head += f" · {note}"

@@ -27,7 +27,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from agentflow.runtime.where import tool_label
+from agentflow.runtime.where import outlined_call, tool_label
 
 __all__ = [
     "AGENT",
@@ -289,7 +289,12 @@ def step_span_name(tool: str, path: str, data: Mapping[str, Any], agent: Any = N
     to no name, `` · item N`` after either inside a map's item (12 items are not 12 alike
     rows).  A hand-written plan's step (no ``label``: its step ids are its own names) is
     ``read_file fetch`` by its path.  The path is always the ``agentflow.step.path``
-    attribute, the whole label ``agentflow.step.label``."""
+    attribute, the whole label ``agentflow.step.label``.  A call of a sub-plan the compiler
+    outlined (a map's item, a loop's round) is the item or round it runs, ``item 0`` /
+    ``round 2`` (:func:`~agentflow.runtime.where.outlined_call`): never the sub-plan's id."""
+    whole = outlined_call(tool, data.get("label"))
+    if whole is not None:
+        return whole
     short = tool_label(tool) if tool else "step"
     if tool == "agent":
         name = f"invoke_agent {agent}" if agent else "invoke_agent"

@@ -37,6 +37,7 @@ from agentflow.core.version import __version__
 from agentflow.core.vocabulary import Code
 from agentflow.ir.graph import build_graph, outcomes_from_events
 from agentflow.ir.graph_svg import STATUS_STYLE, text_alternative, to_svg
+from agentflow.runtime.where import outlined_call
 
 __all__ = [
     "RunView",
@@ -175,10 +176,12 @@ def read_run(events: Iterable[Mapping[str, Any]]) -> RunView:
             view.output = data.get("output")
             view.usage = _as_dict(data.get("usage"))
         elif kind == "step_started":
+            tool = str(data.get("tool_name") or "")
             view.steps.append(
                 StepRun(
                     path=path,
-                    tool=str(data.get("tool_name") or ""),
+                    # a map item's / loop round's sub-plan call: `item` / `round`, not its id
+                    tool=_whole(tool, data) or tool,
                     start=t,
                     input=data.get("input"),
                     source=data.get("source"),
@@ -190,7 +193,8 @@ def read_run(events: Iterable[Mapping[str, Any]]) -> RunView:
         elif kind == "step_finished":
             step = view.step(path)
             if step is None:
-                step = StepRun(path, str(data.get("tool_name") or ""), t, stack=stack)
+                tool = str(data.get("tool_name") or "")
+                step = StepRun(path, _whole(tool, data) or tool, t, stack=stack)
                 view.steps.append(step)
             step.end = t
             if isinstance(data.get("elapsed_ms"), int | float):
@@ -210,6 +214,10 @@ def read_run(events: Iterable[Mapping[str, Any]]) -> RunView:
             else:
                 step.status = "exited" if data.get("exit") else "ok"
                 step.result = data.get("result")
+        elif kind in ("tool_started", "tool_finished") and _whole(
+            str(data.get("tool_name") or ""), data
+        ):
+            continue  # a map item's / loop round's sub-plan call: its step is the call
         elif kind == "tool_started":
             call = Call(
                 "tool", path, str(data.get("tool_name") or ""), t, t, {"input": data.get("input")}
@@ -683,6 +691,13 @@ def report_css() -> str:
     return (resources.files("agentflow.runtime") / "report_assets" / "report.css").read_text(
         encoding="utf-8"
     )
+
+
+def _whole(tool: str, data: Mapping[str, Any]) -> str | None:
+    """``item`` / ``round`` for an event of a map item's / loop round's sub-plan call (what the
+    `.flow` calls it: :func:`~agentflow.runtime.where.outlined_call`), else None."""
+    whole = outlined_call(tool, data.get("label"))
+    return whole.split(" ", 1)[0] if whole else None
 
 
 def _as_dict(value: Any) -> dict[str, Any]:

@@ -58,6 +58,7 @@ from agentflow.errors import ConfigError
 from agentflow.runtime import genai_attributes as G
 from agentflow.runtime.config import TelemetryConfig, check_base_url
 from agentflow.runtime.events import sleep_attributes
+from agentflow.runtime.where import outlined_call
 from agentflow.runtime.where import tool_label as _short_tool  # `read_file`, as the .flow has it
 
 __all__ = [
@@ -926,6 +927,8 @@ class OtelSink:
     def _on_tool_started(self, event: Any, data: dict[str, Any]) -> None:
         path = event.path
         name = str(data.get("tool_name") or path.rsplit("/", 1)[-1])
+        if outlined_call(name, data.get("label")) is not None:
+            return  # a map item's or loop round's sub-plan call: its step's span is the call
         short = _short_tool(name)
         parent = self._parent(path, same=True)
         attrs: dict[str, Any] = {
@@ -978,7 +981,7 @@ class OtelSink:
         parent = self._parent(path, same=True, step=True)
         entry = self._start(
             "round",
-            f"round {number}",
+            f"agent turn {number}",  # not `round N`: a `loop`'s rounds are named so
             parent,
             start,
             {

@@ -56,6 +56,7 @@ __all__ = [
     "in_source_terms",
     "is_outlined",
     "let_of",
+    "outlined_call",
     "lets_by_name",
     "written_place",
     "tool_label",
@@ -210,6 +211,23 @@ _INDEXED = re.compile(r"(do|item|judge|agent|round)\.(\d+)")
 
 #: Control steps folded into their parent when they run inside a body (zero cost, pure).
 _FOLDED_INSIDE = frozenset({"value", "reduce", "filter"})
+
+
+#: the last segment of the label of a whole map item or loop round
+_WHOLE = re.compile(r"(item|round) \d+\Z")
+
+
+def outlined_call(tool: str, label: Any) -> str | None:
+    """What the `.flow` calls a step (or its tool call) that runs a sub-plan the compiler
+    outlined — a ``map``'s item, a ``loop``'s round, each a call of
+    ``plan__<flow>__<stage>_<n>`` (docs/spec/LANGUAGE.md §8) whose ``label`` ends at that item
+    or round: that last segment, ``item 0`` / ``round 2``.  None for every other step: the
+    sub-plan's id is the compiler's, never a name to show (span names, ``flowc report``'s
+    tool column; docs/observability.md "Span names")."""
+    if not tool.startswith("plan__") or not isinstance(label, str):
+        return None
+    last = label.rsplit(SEP, 1)[-1]
+    return last if _WHOLE.match(last) else None
 
 
 def tool_label(tool: str) -> str:

@@ -266,7 +266,9 @@ def test_a_question_answered_while_no_process_runs_the_run_is_taken_on_resume(
         shown = _shown(project, "ask-1")
         for info in (listed, shown):
             assert info["questions"] == [], info
-            assert info["status"] == "running", info
+            # `stopped` once its task has waited for a worker past STALLED_S (a loaded machine
+            # may list it that late; test_temporal_a_run_no_worker_takes_is_stopped.py)
+            assert info["status"] in ("running", "stopped"), info
             assert [(q["path"], q["closed"], q["answer"]) for q in info["answered"]] == [
                 ("E1", "answer", "yes")
             ], info

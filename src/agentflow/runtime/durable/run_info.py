@@ -101,15 +101,21 @@ class Question:
 
     def names(self) -> frozenset[str]:
         """The `.flow` names that refer to this question (``flowc answer RUN NAME``): the
-        ``let`` its answer is bound to (``go`` of ``approve › go = ask``) and the stage it is
-        asked in (``approve``); none for a hand-written plan's question (no label)."""
+        ``let`` its answer is bound to (``go`` of ``approve › go = ask``), that ``let`` with the
+        numbers of the map items / loop rounds it is asked in (``go[1]`` of ``approve › item 1
+        › go = ask``: :func:`indexed_name`), the stage it is asked in (``approve``) and its
+        label as printed, whole or without `` = ask`` (``approve › item 1 › go``); none for a
+        hand-written plan's question (no label)."""
         if not self.label:
             return frozenset()
         parts = self.label.split(" › ")
-        found = {parts[0]}
+        found = {parts[0], self.label, self.label.removesuffix(" = ask")}
         name, eq, _ = parts[-1].partition(" = ")
         if eq:
             found.add(name)
+        indexed = indexed_name(self.label)
+        if indexed:
+            found.add(indexed)
         return frozenset(found)
 
 
@@ -117,20 +123,43 @@ class Question:
 _REPEATED = re.compile(r"^(item|round) \d+$")
 
 
+def indexed_name(label: str) -> str | None:
+    """The name of an ask a map's items or a loop's rounds ask again, in the `.flow`'s terms:
+    its ``let`` with the number of each ``item N`` / ``round N`` segment of its ``label``, in
+    order (``ok[1]`` of ``s › item 1 › ok = ask``, ``ok[0][2]`` of ``s › item 0 › round 2 ›
+    ok = ask``); None for an ask asked once or bound to no ``let`` (docs/reference/cli.md
+    "flowc answer")."""
+    parts = label.split(" › ")
+    name, eq, _ = parts[-1].partition(" = ")
+    numbers = [p.split(" ")[1] for p in parts[:-1] if _REPEATED.match(p)]
+    if not eq or not name or not numbers:
+        return None
+    return name + "".join(f"[{n}]" for n in numbers)
+
+
 def answer_name(path: str, label: str | None, others: Iterable[tuple[str, str | None]] = ()) -> str:
     """What the hint ``answer with: flowc answer RUN NAME VALUE`` names the question at step
     ``path`` (labelled ``label``, ``approve › go = ask``) by: the ``let`` its answer is bound to
-    (``go``) when that name is the question's alone in the run — the ask is not one a map's
-    items or a loop's rounds ask again (an ``item N`` / ``round N`` segment of its label), and
-    no other question of ``others`` (the run's other questions as ``(path, label)``, those
-    known: waiting, answered, asked before) is bound to that name or has it as its path — else
-    ``path``, which always works (docs/reference/cli.md "flowc answer")."""
+    (``go``) when that name is the question's alone in the run — no other question of
+    ``others`` (the run's other questions as ``(path, label)``, those known: waiting,
+    answered, asked before) is bound to that name or has it as its path; an ask a map's items
+    or a loop's rounds ask again (an ``item N`` / ``round N`` segment of its label) by its
+    :func:`indexed_name` (``go[1]``) on the same terms — else ``path``, which always works
+    (docs/reference/cli.md "flowc answer")."""
     if not label:
         return path
     parts = label.split(" › ")
     name, eq, _ = parts[-1].partition(" = ")
-    if not eq or not name or any(_REPEATED.match(p) for p in parts):
+    if not eq or not name:
         return path
+    indexed = indexed_name(label)
+    if indexed is not None:  # asked again: by its let and item/round numbers (`ok[1]`)
+        for other_path, other_label in others:
+            if other_path != path and (
+                other_path == indexed or (other_label and indexed_name(other_label) == indexed)
+            ):
+                return path
+        return indexed
     for other_path, other_label in others:
         if other_path == path:
             continue
@@ -163,10 +192,13 @@ def question_path(pending: list[Question], step: str, run_id: str) -> str:
     named = sorted((q for q in pending if step in q.names()), key=lambda q: _path_key(q.path))
     if len(named) > 1:
         listed = "; ".join(q.shown() for q in named)
+        first = named[0]
+        others = [(q.path, q.label) for q in pending]
+        shown = answer_name(first.path, first.label, others)
+        path = f" (or its step path, {first.path})" if shown != first.path else ""
         raise InputError(
             f"`{step}` names {len(named)} questions run {run_id} waits on: {listed}\n"
-            f"hint: give the step path of the one to answer, e.g. "
-            f"{answer_command(run_id, named[0].path)}"
+            f"hint: name the one to answer, e.g. {answer_command(run_id, shown)}{path}"
         )
     return named[0].path if named else step
 

@@ -255,6 +255,47 @@ def _status(w: Any, memo: dict[str, Any] | None) -> str:
     return "error"
 
 
+#: seconds a run's workflow task may wait for a worker before the run is said ``stopped`` (a
+#: worker takes a task within a second; a dead one's sticky queue hands it on after 2 s)
+STALLED_S = 6.0
+#: seconds since any worker last polled the task queue after which none is taken to serve it:
+#: a live worker polls again at least once a minute (the server's long poll)
+POLL_SILENT_S = 75.0
+
+
+async def _no_worker(client: Any, url: str, run_id: str, polled: dict[str, float]) -> bool:
+    """True when no worker takes run ``run_id`` up now, as DBOS says ``stopped`` of a run no
+    process holds (docs/durable.md "Temporal"): its workflow task has waited for a worker
+    longer than :data:`STALLED_S` (an answer signalled after the run's process died), or no
+    worker has polled the run's task queue for :data:`POLL_SILENT_S`.  ``polled``: the queue's
+    last poll time, read once per listing.  False when the service cannot say."""
+    from temporalio.api.enums.v1 import PendingWorkflowTaskState, TaskQueueType
+    from temporalio.api.taskqueue.v1 import TaskQueue
+    from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+
+    now = time.time()
+    try:
+        if "last" not in polled:
+            queue = tc.versioned_queue(url)
+            request = DescribeTaskQueueRequest(
+                namespace=client.namespace,
+                task_queue=TaskQueue(name=queue),
+                task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+            )
+            found = await client.workflow_service.describe_task_queue(request)
+            times = [p.last_access_time.ToSeconds() for p in found.pollers]
+            polled["last"] = max(times, default=0.0)
+        if now - polled["last"] > POLL_SILENT_S:
+            return True
+        described = await client.get_workflow_handle(run_id).describe()
+        task = described.raw_description.pending_workflow_task
+        if task.state != PendingWorkflowTaskState.PENDING_WORKFLOW_TASK_STATE_SCHEDULED:
+            return False
+        return now - task.scheduled_time.ToSeconds() > STALLED_S
+    except Exception:  # noqa: BLE001 - a listing says what it knows: the engine's status
+        return False
+
+
 async def _memo(w: Any) -> dict[str, Any]:
     with contextlib.suppress(Exception):
         return dict(await w.memo())
@@ -307,12 +348,15 @@ async def list_runs(
     wanted = {"running", "waiting", "stopped"} if status == "unfinished" else {status}
     out = []
     query = f"WorkflowType = '{tc.RUN_WORKFLOW}'"
+    polled: dict[str, float] = {}
     async for w in client.list_workflows(query, limit=None if status or plan else limit):
         info = await _info(client, w)
         if info.status == "running":
             family = await _family(client, w.id)
             info.questions, info.answered = await _open_questions(client, w.id, family)
-            if info.questions:
+            if await _no_worker(client, url, w.id, polled):
+                info.status = "stopped"  # `flowc resume` (or any worker) continues it
+            elif info.questions:
                 info.status = "waiting"
         if (status and info.status not in wanted) or (plan and plan not in (info.plan or "")):
             continue
@@ -436,7 +480,9 @@ async def show_run(
         running = await _family(client, run_id, where=" AND ExecutionStatus = 'Running'")
         listed = running if lazy else family
         info.questions, info.answered = await _open_questions(client, run_id, listed)
-        if info.questions:
+        if await _no_worker(client, url, run_id, {}):
+            info.status = "stopped"  # `flowc resume` (or any worker) continues it
+        elif info.questions:
             info.status = "waiting"
     # the steps counted but not read come before the page (read_first): off the offset
     page(info, limit, offset - read.skipped, labels)
