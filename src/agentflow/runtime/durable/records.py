@@ -57,6 +57,7 @@ __all__ = [
     "check_readable",
     "decode",
     "encode",
+    "held_secret",
     "install",
     "lost_secret",
     "reading",
@@ -387,6 +388,27 @@ def install() -> JsonRecords:
         _installed["serializer"] = JsonRecords()
     serializer: JsonRecords = _installed["serializer"]
     return serializer
+
+
+def held_secret(text: str) -> str | None:
+    """What ``text`` holds that the redaction layer would blank as ``***`` — ``"the value of
+    PKEY_API_KEY"`` (the environment variables whose values it holds a run of), else ``"a
+    configured secret"`` — or None when it holds none.  Never the value itself (docs/durable.md
+    "No secret is stored")."""
+    if not SECRETS or not SECRETS.spans(text):
+        return None
+    import os
+
+    from agentflow.core.redaction import Secrets
+
+    names = []
+    for name, value in sorted(os.environ.items()):
+        if value.strip() in SECRETS:
+            one = Secrets()
+            one.add(value)
+            if one.spans(text):
+                names.append(name)
+    return f"the value of {' or '.join(names)}" if names else "a configured secret"
 
 
 # ---------------------------------------------------------------------------------------------
