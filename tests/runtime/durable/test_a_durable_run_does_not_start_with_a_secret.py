@@ -10,9 +10,11 @@ not start with a secret in its plan or input")."""
 
 from __future__ import annotations
 
+import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -150,3 +152,59 @@ async def test_an_mcp_idempotency_key_or_input_holding_a_secret_is_refused(proje
     assert given.is_error and "input field `msg`" in given.content[0].text, given
     assert SECRET[:8] not in str(keyed) + str(given)
     assert _stored_runs(served) == [] and _sent(served) == ""
+
+
+NAP = """\
+input { msg: text }
+extern tool user__send(msg: text) -> int
+extern tool user__nap(s: int) -> int
+stage a -> int { return user__send(msg: "before ${input.msg}") }
+stage b -> int { return user__nap(s: 120) }
+stage c -> int { return user__send(msg: "after ${input.msg}") }
+"""
+NAP_PY = """
+
+def nap(s: int) -> int:
+    import time
+
+    with Path("side.log").open("a") as f:
+        f.write("nap\\n")
+    time.sleep(s)
+    return s
+"""
+#: An agentflow without the start's refusal: its record of the run's start loses the secret.
+EARLIER = (
+    "import sys; import agentflow.runtime.durable.spec as s; s.refuse_secret = lambda spec: None; "
+    "from agentflow.cli import main; sys.argv[0] = 'flowc'; main()"
+)
+
+
+def test_a_start_recorded_with_the_secret_blanked_is_never_resumed_reused_or_redriven(
+    project: Path,
+):
+    (project / "tools.py").write_text(TOOLS + NAP_PY)
+    (project / "nap.flow").write_text(NAP)
+    given = f'{{"msg": "{SECRET}"}}'
+    proc = subprocess.Popen(
+        [sys.executable, "-c", EARLIER, "run", "nap.flow", "--run-id", "n1", "--input", given],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        for _ in range(1200):  # its first step is recorded: it naps
+            if "nap" in _sent(project) or proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert "nap" in _sent(project), proc.stderr.read() if proc.poll() is not None else ""
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+    resumed = _cli("resume", "n1")
+    assert resumed.exit_code == 1, resumed.output
+    assert "cannot be resumed: its recorded plan or input held a secret" in resumed.stderr
+    redriven = _cli("redrive", "n1")
+    assert "run n1 cannot be redriven: its recorded plan or input held a secret" in redriven.stderr
+    reused = _cli("run", "nap.flow", "--reuse", "n1", "--run-id", "n2")
+    assert "run n1 cannot be reused without --input" in reused.stderr, reused.output
+    assert "***" not in _sent(project) and _sent(project).count("send") == 1
+    assert sorted(_stored_runs(project)) == ["n1"]

@@ -59,8 +59,10 @@ __all__ = [
     "encode",
     "held_secret",
     "install",
+    "lost_start_message",
     "lost_secret",
     "reading",
+    "start_lost_secret",
     "unreadable",
     "unreadable_error",
 ]
@@ -294,9 +296,18 @@ REDACTED = "redacted"
 
 
 def _marked(plain: Any) -> Any:
-    """``plain`` (an encoded record) with an operation's record in it marked :data:`REDACTED`."""
+    """``plain`` (an encoded record) with an operation's record in it marked :data:`REDACTED`,
+    and so a run's recorded start (its spec: DBOS's ``{"args": (spec,), …}``, Temporal's
+    payload of it), which :func:`start_lost_secret` tells."""
     if not isinstance(plain, dict):
         return plain
+    args = plain.get("args")
+    if isinstance(args, dict) and args.get(TAG) == "tuple" and set(plain) == {"args", "kwargs"}:
+        first = (args.get("v") or [None])[0]
+        if isinstance(first, dict) and "plan_text" in first:
+            return {**plain, "args": {**args, "v": [_marked(first), *args["v"][1:]]}}
+    if "plan_text" in plain and "input" in plain:
+        return {**plain, REDACTED: True}
     if "d" in plain and "v" in plain:
         return {**plain, REDACTED: True}
     inner = plain.get("v")
@@ -308,6 +319,25 @@ def _marked(plain: Any) -> Any:
 def lost_secret(record: Any) -> bool:
     """True for an operation's record (``{"d", "v"}``) read back marked :data:`REDACTED`."""
     return isinstance(record, dict) and record.get(REDACTED) is True and "d" in record
+
+
+def start_lost_secret(spec: Any) -> bool:
+    """True for a run's recorded start (spec) read back marked :data:`REDACTED`: a secret was
+    blanked out of its plan, input or paths when it was written, so it is not the program the
+    run started with (spec.py :func:`refuse_secret` keeps a run from starting so; this is what
+    a secret registered only later, or in another process, leaves)."""
+    return isinstance(spec, dict) and spec.get(REDACTED) is True and "plan_text" in spec
+
+
+def lost_start_message(run_id: str | None, doing: str) -> str:
+    """Why run ``run_id`` (None: "the run"), whose recorded start :func:`start_lost_secret`,
+    cannot be ``doing`` (resumed, reused, redriven)."""
+    return (
+        f"{f'run {run_id}' if run_id else 'the run'} cannot be {doing}: its recorded plan or "
+        "input held a secret, which is never stored, so it would go on with *** in its place; "
+        "run the flow again with `flowc run` (a durable run whose plan or input holds a secret "
+        "is refused at its start)"
+    )
 
 
 class JsonRecords:

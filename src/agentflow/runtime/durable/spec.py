@@ -13,12 +13,17 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentflow.errors import ConfigError, InputError
+from agentflow.core.vocabulary import Code
+from agentflow.errors import ConfigError, InputError, RunError
 from agentflow.ir.models import Step
 from agentflow.runtime.config import load_config
 from agentflow.runtime.context import RunContext
 from agentflow.runtime.durable.asking import recorded_plans, run_ask
-from agentflow.runtime.durable.records import held_secret
+from agentflow.runtime.durable.records import (
+    held_secret,
+    lost_start_message,
+    start_lost_secret,
+)
 from agentflow.runtime.executor import run_plan
 from agentflow.runtime.models.cassette import ReplayRouter
 from agentflow.runtime.models.router import ModelRouter, test_router
@@ -44,6 +49,7 @@ __all__ = [
     "per_run",
     "plan_limits",
     "process_telemetry",
+    "refuse_lost_start",
     "refuse_secret",
     "run_root",
     "run_spec",
@@ -63,6 +69,7 @@ def context_from_spec(
     ``spec`` (configuration, catalog, model router; ``extra_sinks``: the process's), for a
     process that did not start the run (engine-neutral: DBOS and Temporal build it alike)."""
 
+    refuse_lost_start(None, spec, "resumed")
     config = load_config(spec.get("config"))
     # a durable question offers the plans it recorded (asking.py), not the directory's now
     catalog = build_catalog(config, plan=plan, plans=recorded_plans(spec))
@@ -221,6 +228,14 @@ def refuse_secret(spec: dict[str, Any]) -> None:
         "stored: it would go on with *** in its place. Let the tool that needs the secret read it "
         "from its environment, or run without --durable/--run-id (a plain run stores nothing)"
     )
+
+
+def refuse_lost_start(run_id: str | None, spec: dict[str, Any], doing: str) -> None:
+    """Raise RunError ``durable_replay_mismatch`` when run ``run_id``'s recorded start ``spec``
+    lost a secret as it was written (records.py :func:`start_lost_secret`): ``doing`` it
+    (resumed) would run ``***`` where the run had the secret."""
+    if start_lost_secret(spec):
+        raise RunError(Code.DURABLE_REPLAY_MISMATCH, lost_start_message(run_id, doing))
 
 
 def _joined(places: list[str]) -> str:
