@@ -208,3 +208,26 @@ def test_a_start_recorded_with_the_secret_blanked_is_never_resumed_reused_or_red
     assert "run n1 cannot be reused without --input" in reused.stderr, reused.output
     assert "***" not in _sent(project) and _sent(project).count("send") == 1
     assert sorted(_stored_runs(project)) == ["n1"]
+
+
+@pytest.mark.parametrize("engine", ["dbos", "temporal"])
+def test_both_engines_mark_a_recorded_start_that_lost_a_secret(engine: str):
+    from agentflow.runtime.durable.records import JsonRecords, start_lost_secret
+
+    SECRETS.add(SECRET)
+    try:
+        spec = {"plan_text": "msg: " + SECRET, "input": {}, "workspace": "/w"}
+        if engine == "dbos":  # DBOS's workflow input
+            codec = JsonRecords()
+            back = codec.deserialize(codec.serialize({"args": (spec,), "kwargs": {}}))["args"][0]
+            plain = codec.deserialize(codec.serialize({"args": ({**spec, "plan_text": "m"},)}))
+            assert not start_lost_secret(plain["args"][0])
+        else:  # Temporal's payload of it
+            pytest.importorskip("temporalio")
+            from agentflow.runtime.durable.temporal_client import _converter_class
+
+            converter = _converter_class()()
+            (back,) = converter.from_payloads(converter.to_payloads([spec]))
+        assert back["plan_text"] == "msg: ***" and start_lost_secret(back)
+    finally:
+        SECRETS.clear()
