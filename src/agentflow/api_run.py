@@ -395,12 +395,8 @@ async def _run_durable(
     try:
         if input is None and kw.get("reuse"):
             # no input given: the reused run's, as the console's "run the edited file again"
-            from agentflow.runtime.durable.records import lost_start_message, start_lost_secret
-
             reused = await durable_runs.recorded_spec(url, kw["reuse"])
-            if start_lost_secret(reused):  # its input would be *** where it had a secret
-                raise InputError(lost_start_message(kw["reuse"], "reused without --input"))
-            input = reused.get("input")
+            input = durable_runs.reused_input(kw["reuse"], reused)  # never one that lost a secret
         run_id, result = await durable_runs.run_durable(
             recorded,
             text,

@@ -42,11 +42,12 @@ import contextlib
 import dataclasses
 import json
 import math
+import os
 import sys
 from collections.abc import Iterator
 from typing import Any
 
-from agentflow.core.redaction import SECRETS
+from agentflow.core.redaction import SECRETS, Secrets
 from agentflow.errors import InputError
 
 __all__ = [
@@ -62,6 +63,7 @@ __all__ = [
     "lost_start_message",
     "lost_secret",
     "reading",
+    "reused_input",
     "start_lost_secret",
     "unreadable",
     "unreadable_error",
@@ -340,6 +342,15 @@ def lost_start_message(run_id: str | None, doing: str) -> str:
     )
 
 
+def reused_input(run_id: str, spec: dict[str, Any]) -> Any:
+    """The input recorded in run ``run_id``'s start ``spec``, for ``flowc run --reuse RUN``
+    without ``--input``.  Raises InputError when the record lost a secret
+    (:func:`start_lost_secret`): the input would be ``***`` where the run had the secret."""
+    if start_lost_secret(spec):
+        raise InputError(lost_start_message(run_id, "reused without --input"))
+    return spec.get("input")
+
+
 class JsonRecords:
     """DBOS's ``Serializer`` for agentflow (the interface of ``dbos._serialization.Serializer``,
     which DBOS calls by duck typing: ``name``, ``serialize``, ``deserialize``): :func:`encode` /
@@ -427,10 +438,6 @@ def held_secret(text: str) -> str | None:
     "No secret is stored")."""
     if not SECRETS or not SECRETS.spans(text):
         return None
-    import os
-
-    from agentflow.core.redaction import Secrets
-
     names = []
     for name, value in sorted(os.environ.items()):
         if value.strip() in SECRETS:
