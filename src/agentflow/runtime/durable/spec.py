@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentflow.core.redaction import SECRETS
 from agentflow.core.vocabulary import Code
 from agentflow.errors import ConfigError, InputError, RunError
 from agentflow.ir.models import Step
@@ -217,6 +218,8 @@ def refuse_secret(spec: dict[str, Any]) -> None:
     (docs/durable.md "No secret is stored"; docs/decisions.md "A durable run does not start
     with a secret in its plan or input")."""
 
+    if not SECRETS:  # none registered: nothing to look for (a big input is not dumped again)
+        return
     held = held_secret(json.dumps(spec, ensure_ascii=False, default=str))
     if held is None:
         return
