@@ -397,7 +397,8 @@ async def _run_durable(
     try:
         if input is None and kw.get("reuse"):
             # no input given: the reused run's, as the console's "run the edited file again"
-            input = (await durable_runs.recorded_spec(url, kw["reuse"])).get("input")
+            reused = await durable_runs.recorded_spec(url, kw["reuse"])
+            input = durable_runs.reused_input(kw["reuse"], reused)  # never one that lost a secret
         run_id, result = await durable_runs.run_durable(
             recorded,
             text,

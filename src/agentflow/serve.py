@@ -58,6 +58,7 @@ from agentflow.errors import ConfigError, FlowError, InputError, RunError
 from agentflow.ir.loader import load_plan, load_plan_data
 from agentflow.runtime.config import load_config
 from agentflow.runtime.durable import dbos_engine, runs, temporal_runs
+from agentflow.runtime.durable.records import held_secret
 from agentflow.runtime.durable.run_info import answer_command
 from agentflow.runtime.durable.runs import database_for, open_database, run_lock, safe_url
 from agentflow.runtime.events import CallbackSink
@@ -422,6 +423,12 @@ class McpFlowServer:
             return _error_result(
                 f"_meta {KEY_META}: {key!r} is not an idempotency key "
                 "(1-100 letters, digits and ._~-)"
+            )
+        held = held_secret(key) if key is not None else None
+        if held is not None:  # it would be the run's id: stored, and shown as *** (durable.md)
+            return _error_result(
+                f"_meta {KEY_META}: the idempotency key holds {held}; it becomes the durable "
+                "run's id, which is stored and shown, and a secret never is: use another key"
             )
         run_id = f"mcp-{flow.name}-{key}" if key is not None else runs.new_run_id()
         other_arguments = _error_result(

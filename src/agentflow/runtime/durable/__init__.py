@@ -18,6 +18,7 @@ from agentflow._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from agentflow.runtime.durable.dbos_launch import launched, shutdown
+    from agentflow.runtime.durable.records import reused_input
     from agentflow.runtime.durable.runs import (
         database_for,
         recorded_spec,
@@ -35,6 +36,7 @@ _EXPORTS: dict[str, str] = {
     "launched": "agentflow.runtime.durable.dbos_launch",
     "recorded_spec": "agentflow.runtime.durable.runs",
     "resume": "agentflow.runtime.durable.runs",
+    "reused_input": "agentflow.runtime.durable.records",
     "run_durable": "agentflow.runtime.durable.runs",
     "shutdown": "agentflow.runtime.durable.dbos_launch",
     "work": "agentflow.runtime.durable.runs",
@@ -46,6 +48,7 @@ __all__ = [
     "launched",
     "recorded_spec",
     "resume",
+    "reused_input",
     "run_durable",
     "shutdown",
     "work",

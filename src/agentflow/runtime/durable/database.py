@@ -21,6 +21,7 @@ from agentflow.errors import ConfigError, FlowError, InputError
 from agentflow.runtime.durable.dbos_launch import _state, database_url, launch
 from agentflow.runtime.durable.dbos_system import sqlite_path, with_synchronous
 from agentflow.runtime.durable.liveness import _pg_dsn
+from agentflow.runtime.durable.records import held_secret
 from agentflow.runtime.durable.temporal_client import url_for
 
 if TYPE_CHECKING:
@@ -167,6 +168,13 @@ def run_id_problem(run_id: str, *, new: bool) -> str | None:
             return (
                 f"{_shown_id(run_id)} is not a run id: a letter or digit, then letters, digits "
                 "and . _ ~ : @ + = - (no / or spaces)"
+            )
+        held = held_secret(run_id)
+        if held is not None:  # stored in every durable table, and shown as *** everywhere
+            return (
+                f"the run id holds {held}: a run id is stored in the durable runs database and "
+                "shown by every command, and a secret is never stored nor shown; choose another "
+                "--run-id"
             )
         return None
     if len(run_id) > LOOKUP_MAX:

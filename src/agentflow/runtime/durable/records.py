@@ -42,11 +42,12 @@ import contextlib
 import dataclasses
 import json
 import math
+import os
 import sys
 from collections.abc import Iterator
 from typing import Any
 
-from agentflow.core.redaction import SECRETS
+from agentflow.core.redaction import SECRETS, Secrets
 from agentflow.errors import InputError
 
 __all__ = [
@@ -57,9 +58,13 @@ __all__ = [
     "check_readable",
     "decode",
     "encode",
+    "held_secret",
     "install",
+    "lost_start_message",
     "lost_secret",
     "reading",
+    "reused_input",
+    "start_lost_secret",
     "unreadable",
     "unreadable_error",
 ]
@@ -294,9 +299,18 @@ REDACTED = "redacted"
 
 
 def _marked(plain: Any) -> Any:
-    """``plain`` (an encoded record) with an operation's record in it marked :data:`REDACTED`."""
+    """``plain`` (an encoded record) with an operation's record in it marked :data:`REDACTED`,
+    and so a run's recorded start (its spec: DBOS's ``{"args": (spec,), …}``, Temporal's
+    payload of it), which :func:`start_lost_secret` tells."""
     if not isinstance(plain, dict):
         return plain
+    args = plain.get("args")
+    if isinstance(args, dict) and args.get(TAG) == "tuple" and set(plain) == {"args", "kwargs"}:
+        first = (args.get("v") or [None])[0]
+        if isinstance(first, dict) and "plan_text" in first:
+            return {**plain, "args": {**args, "v": [_marked(first), *args["v"][1:]]}}
+    if "plan_text" in plain and "input" in plain:
+        return {**plain, REDACTED: True}
     if "d" in plain and "v" in plain:
         return {**plain, REDACTED: True}
     inner = plain.get("v")
@@ -308,6 +322,34 @@ def _marked(plain: Any) -> Any:
 def lost_secret(record: Any) -> bool:
     """True for an operation's record (``{"d", "v"}``) read back marked :data:`REDACTED`."""
     return isinstance(record, dict) and record.get(REDACTED) is True and "d" in record
+
+
+def start_lost_secret(spec: Any) -> bool:
+    """True for a run's recorded start (spec) read back marked :data:`REDACTED`: a secret was
+    blanked out of its plan, input or paths when it was written, so it is not the program the
+    run started with (spec.py :func:`refuse_secret` keeps a run from starting so; this is what
+    a secret registered only later, or in another process, leaves)."""
+    return isinstance(spec, dict) and spec.get(REDACTED) is True and "plan_text" in spec
+
+
+def lost_start_message(run_id: str | None, doing: str) -> str:
+    """Why run ``run_id`` (None: "the run"), whose recorded start :func:`start_lost_secret`,
+    cannot be ``doing`` (resumed, reused, redriven)."""
+    return (
+        f"{f'run {run_id}' if run_id else 'the run'} cannot be {doing}: its recorded plan or "
+        "input held a secret, which is never stored, so it would go on with *** in its place; "
+        "run the flow again with `flowc run` (a durable run whose plan or input holds a secret "
+        "is refused at its start)"
+    )
+
+
+def reused_input(run_id: str, spec: dict[str, Any]) -> Any:
+    """The input recorded in run ``run_id``'s start ``spec``, for ``flowc run --reuse RUN``
+    without ``--input``.  Raises InputError when the record lost a secret
+    (:func:`start_lost_secret`): the input would be ``***`` where the run had the secret."""
+    if start_lost_secret(spec):
+        raise InputError(lost_start_message(run_id, "reused without --input"))
+    return spec.get("input")
 
 
 class JsonRecords:
@@ -392,6 +434,23 @@ def install() -> JsonRecords:
         _installed["serializer"] = JsonRecords()
     serializer: JsonRecords = _installed["serializer"]
     return serializer
+
+
+def held_secret(text: str) -> str | None:
+    """What ``text`` holds that the redaction layer would blank as ``***`` — ``"the value of
+    PKEY_API_KEY"`` (the environment variables whose values it holds a run of), else ``"a
+    configured secret"`` — or None when it holds none.  Never the value itself (docs/durable.md
+    "No secret is stored")."""
+    if not SECRETS or not SECRETS.spans(text):
+        return None
+    names = []
+    for name, value in sorted(os.environ.items()):
+        if value.strip() in SECRETS:
+            one = Secrets()
+            one.add(value)
+            if one.spans(text):
+                names.append(name)
+    return f"the value of {' or '.join(names)}" if names else "a configured secret"
 
 
 # ---------------------------------------------------------------------------------------------

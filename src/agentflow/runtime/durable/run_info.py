@@ -21,6 +21,7 @@ from agentflow.core.vocabulary import Code
 from agentflow.errors import InputError, RunError, run_error_of
 from agentflow.ir.loader import load_plan_text
 from agentflow.runtime.durable.answers import question_key
+from agentflow.runtime.durable.records import lost_start_message, start_lost_secret
 
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan
@@ -374,6 +375,8 @@ def refuse_redrive(run_id: str, spec: dict[str, Any], status: str | None) -> Non
     run that has not ended (``running``, ``waiting``, ``stopped``: resume or cancel it) and one
     that succeeded (``ok``, ``exited``: ``flowc run --reuse`` runs it again)."""
     no_redrive(run_id, spec)
+    if start_lost_secret(spec):  # its plan or input would be run with *** (spec.py)
+        raise InputError(lost_start_message(run_id, "redriven"))
     if status in ("running", "waiting", "stopped"):
         state = (
             "has not ended (its process stopped before it finished)"

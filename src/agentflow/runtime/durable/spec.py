@@ -6,17 +6,25 @@ it, the run's trace identity, the root's run and the telemetry of a process.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentflow.errors import ConfigError
+from agentflow.core.redaction import SECRETS
+from agentflow.core.vocabulary import Code
+from agentflow.errors import ConfigError, InputError, RunError
 from agentflow.ir.models import Step
 from agentflow.runtime.config import load_config
 from agentflow.runtime.context import RunContext
 from agentflow.runtime.durable.asking import recorded_plans, run_ask
+from agentflow.runtime.durable.records import (
+    held_secret,
+    lost_start_message,
+    start_lost_secret,
+)
 from agentflow.runtime.executor import run_plan
 from agentflow.runtime.models.cassette import ReplayRouter
 from agentflow.runtime.models.router import ModelRouter, test_router
@@ -42,6 +50,8 @@ __all__ = [
     "per_run",
     "plan_limits",
     "process_telemetry",
+    "refuse_lost_start",
+    "refuse_secret",
     "run_root",
     "run_spec",
     "trace_of",
@@ -60,6 +70,7 @@ def context_from_spec(
     ``spec`` (configuration, catalog, model router; ``extra_sinks``: the process's), for a
     process that did not start the run (engine-neutral: DBOS and Temporal build it alike)."""
 
+    refuse_lost_start(None, spec, "resumed")
     config = load_config(spec.get("config"))
     # a durable question offers the plans it recorded (asking.py), not the directory's now
     catalog = build_catalog(config, plan=plan, plans=recorded_plans(spec))
@@ -193,7 +204,92 @@ def run_spec(
     }
     if ask is not None:
         spec["ask"] = ask
+    refuse_secret(spec)
     return spec
+
+
+def refuse_secret(spec: dict[str, Any]) -> None:
+    """Raise InputError when what a durable run would record at its start (``spec``: the plan's
+    text, the input, a question, the paths) holds a secret — a configured API key, a
+    credential's environment value (:mod:`agentflow.core.redaction`).  A secret is never at
+    rest, so the record would hold ``***`` where the run had the secret, and a resumed, reused
+    or redriven run would run that other program; the run is refused before anything is
+    written, naming the input field or the ``.flow`` line and the variable, never the value
+    (docs/durable.md "No secret is stored"; docs/decisions.md "A durable run does not start
+    with a secret in its plan or input")."""
+
+    if not SECRETS:  # none registered: nothing to look for (a big input is not dumped again)
+        return
+    held = held_secret(json.dumps(spec, ensure_ascii=False, default=str))
+    if held is None:
+        return
+    places = [where for key, value in spec.items() for where in _secret_places(key, value, spec)]
+    raise InputError(
+        f"a durable run cannot start with a secret in {_joined(places) or 'its record'}: "
+        f"{'they hold' if len(places) > 1 else 'it holds'} {held}. A durable run stores its plan "
+        "and input to go on after a crash (flowc resume, --reuse, redrive), and a secret is never "
+        "stored: it would go on with *** in its place. Let the tool that needs the secret read it "
+        "from its environment, or run without --durable/--run-id (a plain run stores nothing)"
+    )
+
+
+def refuse_lost_start(run_id: str | None, spec: dict[str, Any], doing: str) -> None:
+    """Raise RunError ``durable_replay_mismatch`` when run ``run_id``'s recorded start ``spec``
+    lost a secret as it was written (records.py :func:`start_lost_secret`): ``doing`` it
+    (resumed) would run ``***`` where the run had the secret."""
+    if start_lost_secret(spec):
+        raise RunError(Code.DURABLE_REPLAY_MISMATCH, lost_start_message(run_id, doing))
+
+
+def _joined(places: list[str]) -> str:
+    places = list(dict.fromkeys(places))[:4]
+    return ", ".join(places[:-1]) + " and " + places[-1] if len(places) > 1 else "".join(places)
+
+
+def _secret_places(key: str, value: Any, spec: dict[str, Any]) -> list[str]:
+    """Where ``spec[key]`` holds a secret, in the user's terms."""
+    if held_secret(json.dumps(value, ensure_ascii=False, default=str)) is None:
+        return []
+    if key == "input":
+        return [_field(path) for path in _secret_paths(value, ())] or ["the input"]
+    if key == "plan_text":
+        return _plan_lines(str(value), spec.get("plan_file"))
+    if key == "ask":
+        return ["the question"]
+    return [{"workspace": "the workspace path", "config": "the flow.toml path"}.get(key, key)]
+
+
+def _field(path: tuple[str, ...]) -> str:
+    return f"input field `{'.'.join(path)}`" if path else "the input"
+
+
+def _secret_paths(value: Any, path: tuple[str, ...]) -> list[tuple[str, ...]]:
+    if isinstance(value, dict):
+        out: list[tuple[str, ...]] = []
+        for k, v in value.items():
+            if held_secret(str(k)) is not None:  # a key: named by its place, not its text
+                out.append(path or ("(a key)",))
+            else:
+                out.extend(_secret_paths(v, (*path, str(k))))
+        return out
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _secret_paths(v, (*path, f"[{i}]"))]
+    return [path] if held_secret(json.dumps(value, ensure_ascii=False, default=str)) else []
+
+
+def _plan_lines(plan_text: str, plan_file: Any) -> list[str]:
+    """``FILE line N`` for each line of the plan's source file that holds a secret, else
+    ``the plan``."""
+    if isinstance(plan_file, str) and plan_file:
+        try:
+            lines = Path(plan_file).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            lines = []
+        found = [str(n) for n, line in enumerate(lines, 1) if held_secret(line)]
+        if found:
+            lines_ = "line " + found[0] if len(found) == 1 else "lines " + ", ".join(found[:8])
+            return [f"{plan_file} {lines_}"]
+    return [f"the plan {plan_file}" if isinstance(plan_file, str) and plan_file else "the plan"]
 
 
 @contextlib.contextmanager
