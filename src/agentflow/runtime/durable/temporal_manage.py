@@ -291,7 +291,8 @@ async def _no_worker(client: Any, url: str, run_id: str, polled: dict[str, float
         task = described.raw_description.pending_workflow_task
         if task.state != PendingWorkflowTaskState.PENDING_WORKFLOW_TASK_STATE_SCHEDULED:
             return False
-        return now - task.scheduled_time.ToSeconds() > STALLED_S
+        scheduled: float = task.scheduled_time.ToSeconds()
+        return now - scheduled > STALLED_S
     except Exception:  # noqa: BLE001 - a listing says what it knows: the engine's status
         return False
 
