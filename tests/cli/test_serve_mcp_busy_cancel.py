@@ -98,13 +98,23 @@ def _call(rid: int, name: str, arguments: dict) -> dict:
     return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
 
 
-@pytest.mark.parametrize("durable", [False, True], ids=["plain", "durable"])
-def test_a_cancelled_busy_evaluation_ends_and_holds_no_other_call_up(tmp_path, durable):
+@pytest.mark.parametrize("durable", [False, True, "temporal"], ids=["plain", "durable", "temporal"])
+def test_a_cancelled_busy_evaluation_ends_and_holds_no_other_call_up(tmp_path, durable, request):
     d = tmp_path / "flows"
     d.mkdir()
     (d / "busy.flow").write_text(BUSY, encoding="utf-8")
     (d / "one.flow").write_text(ONE, encoding="utf-8")
-    (d / "flow.toml").write_text("", encoding="utf-8")  # its database beside it
+    config = ""  # its database beside it
+    if durable == "temporal":
+        # the workflow code of a Temporal run runs on the loop of this process's worker (the
+        # SDK's debug mode activates workflows inline): not the server's; the long evaluation
+        # goes to an operation, on a thread, which the cancel reaches (temporal_engine.evaluate)
+        server = request.getfixturevalue("temporal_server")
+        config = (
+            f'[durable]\nengine = "temporal"\naddress = "{server.address}"\n'
+            f'task_queue = "busy{os.getpid()}"\n'
+        )
+    (d / "flow.toml").write_text(config, encoding="utf-8")
     proc = subprocess.Popen(
         [str(FLOWC), "serve", "--mcp", str(d), *(["--durable"] if durable else [])],
         stdin=subprocess.PIPE,
@@ -130,7 +140,9 @@ def test_a_cancelled_busy_evaluation_ends_and_holds_no_other_call_up(tmp_path, d
         _send(proc, _call(8, "one", {}))
         assert lines.reply(8)["result"]["structuredContent"] == {"result": 1}
         # the busy run ends (its thread goes): minutes of evaluation were left
-        wait = Deadline(5)
+        # (Temporal: the cancel reaches a workflow whose task an operation holds when the SDK
+        # heartbeats that task, every 3.2 s)
+        wait = Deadline(5 if durable != "temporal" else 12)
         while (_status(d) != "cancelled") if durable else (_threads(proc.pid) > idle):
             assert not wait.expired(), f"the cancelled run goes on evaluating ({_status(d)})"
             time.sleep(0.1)

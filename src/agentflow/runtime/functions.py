@@ -282,7 +282,7 @@ def _join(xs: list, sep: str) -> str:
         size += len(part)
         if size > MAX_TEXT_CHARS or not i % _EVERY:
             _fit(size, "text")  # stops at the limit, not after rendering every item
-            checkpoint()
+            checkpoint(_EVERY)
         parts.append(part)
     return sep.join(parts)
 
@@ -421,7 +421,7 @@ def _sort_by(xs: list, field: str) -> list:
     keys = []
     for i, x in enumerate(xs):
         if not i % _EVERY:
-            checkpoint()
+            checkpoint(_EVERY)
         keys.append(_field(x, name))
     present = [k for k in keys if k is not None]
     _orderable(present, f"`sort_by` on `{name}`")
@@ -510,7 +510,7 @@ def _group_by(xs: list, field: str) -> dict:
     out: dict[str, list] = {}
     for i, x in enumerate(xs):
         if not i % _EVERY:
-            checkpoint()
+            checkpoint(_EVERY)
         out.setdefault(_render(_field(x, field)), []).append(x)
     return out
 
@@ -519,7 +519,7 @@ def _count_by(xs: list, field: str | None) -> dict:
     out: dict[str, int] = {}
     for i, x in enumerate(xs):
         if not i % _EVERY:
-            checkpoint()
+            checkpoint(_EVERY)
         key = _render(x if field is None else _field(x, field))
         out[key] = out.get(key, 0) + 1
     return out

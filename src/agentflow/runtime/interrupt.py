@@ -46,7 +46,15 @@ __all__ = [
     "CANCEL_GRACE_S",
     "DaemonThreadExecutor",
     "EvalEnded",
+    "EvalOffload",
     "EvalWatch",
+    "WorkMeter",
+    "end_meter",
+    "end_offload_watch",
+    "evaluate_in_thread",
+    "offload_watch",
+    "use_meter",
+    "use_offload_watch",
     "StopRequest",
     "Stopped",
     "abandon",
@@ -524,13 +532,116 @@ def end_watch(token: contextvars.Token[EvalWatch | None]) -> None:
     _WATCH.reset(token)
 
 
-def checkpoint() -> None:
+def checkpoint(work: int = 0) -> None:
     """End a busy evaluation when its run must end (:meth:`EvalWatch.check`); nothing when
     this context has no watch. Cheap (a context-variable read and a clock read): the evaluator
-    calls it every few thousand elements of the arrays it walks."""
+    calls it every few thousand elements of the arrays it walks.  ``work``: the elements walked
+    since the last checkpoint of this walk (or about to be, by one library call), counted by
+    this context's :class:`WorkMeter` when it has one — a function of the data alone, never of
+    time."""
     watch = _WATCH.get()
     if watch is not None:
         watch.check()
+    if work:
+        meter = _METER.get()
+        if meter is not None:
+            meter.add(work)
+
+
+# ---------------------------------------------------------------------------------------------
+# A long evaluation in a Temporal workflow goes to an operation (docs/reference/expressions.md
+# "Evaluation ends when the run must"; docs/decisions.md "Temporal: a long evaluation runs in an
+# operation")
+
+
+class EvalOffload(BaseException):  # noqa: N818 - a signal to the engine, not an error
+    """Raised by :func:`checkpoint` when the evaluation's counted work passes its
+    :class:`WorkMeter`'s budget: the engine evaluates it again where a long evaluation may run
+    (Temporal: a local activity).  A ``BaseException``, so no handler of the evaluator's own
+    (``except RunError``, ``except Exception``) takes it for the expression's failure."""
+
+
+class WorkMeter:
+    """The work an evaluation has done, counted at its checkpoints (``used``, in elements
+    walked), against ``budget``: past it :class:`EvalOffload` is raised.  Deterministic: the
+    count depends on the data and the expression only, so a replay of a workflow decides the
+    same."""
+
+    __slots__ = ("budget", "used")
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.used = 0
+
+    def add(self, work: int) -> None:
+        """Count ``work``; raise :class:`EvalOffload` once the count passes the budget."""
+        self.used += work
+        if self.used > self.budget:
+            raise EvalOffload()
+
+
+_METER: contextvars.ContextVar[WorkMeter | None] = contextvars.ContextVar(
+    "agentflow_work_meter", default=None
+)
+
+
+def use_meter(meter: WorkMeter | None) -> contextvars.Token[WorkMeter | None]:
+    """Make ``meter`` the :class:`WorkMeter` of evaluations in this context (None: none);
+    returns the token :func:`end_meter` takes."""
+    return _METER.set(meter)
+
+
+def end_meter(token: contextvars.Token[WorkMeter | None]) -> None:
+    """Undo :func:`use_meter`."""
+    _METER.reset(token)
+
+
+_OFFLOADED: contextvars.ContextVar[EvalWatch | None] = contextvars.ContextVar(
+    "agentflow_offload_watch", default=None
+)
+
+
+def offload_watch() -> EvalWatch | None:
+    """The bound of the step running in this context for an evaluation run elsewhere (an
+    engine whose workflow code reads no clock: its evaluation watches nothing, while one it
+    hands to an operation watches this), or None."""
+    return _OFFLOADED.get()
+
+
+def use_offload_watch(watch: EvalWatch | None) -> contextvars.Token[EvalWatch | None]:
+    """Make ``watch`` this context's :func:`offload_watch`; returns the token
+    :func:`end_offload_watch` takes."""
+    return _OFFLOADED.set(watch)
+
+
+def end_offload_watch(token: contextvars.Token[EvalWatch | None]) -> None:
+    """Undo :func:`use_offload_watch`."""
+    _OFFLOADED.reset(token)
+
+
+async def evaluate_in_thread(work: Callable[[], T], watch: EvalWatch | None) -> T:
+    """``work()`` (an evaluation) on a thread of the loop's default executor, watching
+    ``watch``'s bound by the real clock; cancelled, the evaluation ends at its next
+    :func:`checkpoint` (:class:`OutsideCancel`) and the ``CancelledError`` is raised at once.
+    A bound that expires is raised as the step's own :class:`~agentflow.errors.RunError`
+    (its code and message), which a durable record can hold."""
+    outside = OutsideCancel()
+    until, code, message = (watch.until, watch.code, watch.message) if watch else (None, "", "")
+    thread_watch = EvalWatch(until, code or Code.DEADLINE_EXCEEDED, message, outside=outside)
+
+    def run() -> T:
+        _METER.set(None)
+        _WATCH.set(thread_watch)
+        try:
+            return work()
+        except EvalEnded as e:
+            raise RunError(e.code, e.message, details=e.details) from None
+
+    try:
+        return await asyncio.to_thread(run)
+    except asyncio.CancelledError:
+        outside.set()
+        raise
 
 
 async def while_loading(work: Awaitable[T]) -> T:

@@ -775,6 +775,15 @@ class DurableEffects(Effects):
         ``evaluation_clock = False``): a busy evaluation then ends at a deadline between steps."""
         return bool(getattr(self.engine, "evaluation_clock", True))
 
+    async def evaluation(self, path: str, work: Callable[[], Any]) -> Any:
+        """``work()``, an evaluation at step ``path``: on an engine that evaluates long ones
+        elsewhere (Temporal ``evaluate``: past a work budget, in the operation
+        ``{path}/eval#n``), through it; else at once."""
+        evaluate = getattr(self.engine, "evaluate", None)
+        if evaluate is None:
+            return work()
+        return await evaluate(lambda: self._name(f"{path}/eval"), work)
+
     def cancel_probe(self) -> Callable[[], bool] | None:
         """The engine's synchronous "was the running unit cancelled?" (DBOS: a read of its
         database), which a busy evaluation asks now and then; None when it has none."""

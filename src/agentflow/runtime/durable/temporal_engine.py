@@ -357,6 +357,11 @@ async def _settled(handle: asyncio.Task[Any]) -> asyncio.CancelledError | None:
     return why
 
 
+#: The work (elements walked, counted at the evaluator's checkpoints) an evaluation may do in
+#: workflow code; past it, it runs in an operation (TemporalEngine.evaluate): about 0.1-0.5 s
+#: of evaluation, far below the workflow task's timeout (TASK_TIMEOUT)
+EVAL_WORK_BUDGET = 1_000_000
+
 #: ``[durable] history_events`` of the task queue this process serves (set by
 #: temporal_workflows.serve): what a run recorded before runs recorded theirs uses
 HISTORY_EVENTS = [10_000]
@@ -500,6 +505,38 @@ class TemporalEngine:
         if "e" in out:
             raise out["e"]
         return out["v"], ran
+
+    async def evaluate(self, name_of: Callable[[], str], work: Callable[[], T]) -> T:
+        """``work()``, an evaluation in workflow code, while its counted work stays within
+        :data:`EVAL_WORK_BUDGET` (a :class:`~agentflow.runtime.interrupt.WorkMeter`: elements
+        walked, a function of the data alone, so a replay decides the same); past it, the
+        evaluation is given up and run again in the operation ``name_of()`` — a local
+        activity, on a thread of the worker's loop — whose result (or error) is recorded.
+        There the real clock may end it (the step's deadline or timeout:
+        ``interrupt.offload_watch``) and a cancel (``flowc cancel``, a sibling's failure, the
+        step's bound as a workflow timer) cancels it at its next checkpoint; the workflow task
+        is heartbeated meanwhile, never held past its timeout (docs/decisions.md "Temporal: a
+        long evaluation runs in an operation")."""
+        from temporalio import workflow
+
+        from agentflow.runtime import interrupt
+
+        if not workflow.in_workflow():  # (an operation's own code)
+            return work()
+        metered = interrupt.use_meter(interrupt.WorkMeter(EVAL_WORK_BUDGET))
+        try:
+            return work()
+        except interrupt.EvalOffload:
+            pass
+        finally:
+            interrupt.end_meter(metered)
+        watch = interrupt.offload_watch()
+
+        async def elsewhere() -> T:
+            return await interrupt.evaluate_in_thread(work, watch)
+
+        value, _ = await self.step(name_of(), elsewhere)
+        return value
 
     async def sleep(self, seconds: float) -> None:
         """A Temporal timer."""
