@@ -48,6 +48,7 @@ __all__ = [
     "EvalEnded",
     "EvalOffload",
     "EvalWatch",
+    "LoopThread",
     "WorkMeter",
     "end_meter",
     "end_offload_watch",
@@ -504,6 +505,91 @@ async def off_loop(work: Callable[[], Coroutine[Any, Any, T]], name: str = "agen
 
 async def _awaited(task: asyncio.Future[T]) -> T:
     return await task
+
+
+class LoopThread:
+    """An event loop of its own on a daemon thread (named ``name``; its default executor a
+    :class:`DaemonThreadExecutor`), for the long-lived work a host keeps off its own loop:
+    ``flowc serve``'s Temporal worker and the runs it starts (the SDK runs workflow code on
+    its worker's loop), so the server reads every message while a run's workflow code runs.
+    :meth:`run` awaits a coroutine there; :meth:`close` stops the loop."""
+
+    def __init__(self, name: str = "agentflow-loop") -> None:
+        started = threading.Event()
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+        def main() -> None:
+            loop = asyncio.new_event_loop()
+            loop.set_default_executor(DaemonThreadExecutor())
+            self.loop = loop
+            started.set()
+            try:
+                loop.run_forever()
+            finally:
+                with contextlib.suppress(Exception):
+                    for task in asyncio.all_tasks(loop):
+                        task.cancel()
+                        abandon(task)
+                    loop.run_until_complete(asyncio.sleep(0))
+                    loop.close()
+
+        self._thread = threading.Thread(target=main, name=name, daemon=True)
+        self._thread.start()
+        started.wait()
+
+    async def run(self, work: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        """Await ``work()`` run on this thread's loop, in a copy of the caller's context (but
+        the stop request: the host stops it); cancelling the awaiting task cancels it there.
+        Raises what ``work()`` raises; RuntimeError once :meth:`close` was called."""
+        loop = self.loop
+        if loop is None or loop.is_closed():
+            raise RuntimeError("the loop thread is closed")
+        caller = asyncio.get_running_loop()
+        done: asyncio.Future[T] = caller.create_future()
+        context = contextvars.copy_context()
+        context.run(_STOP.set, None)
+        held: list[asyncio.Task[T]] = []
+
+        def settle(task: asyncio.Task[T]) -> None:
+            if done.done():
+                return
+            if task.cancelled():
+                done.cancel()
+            elif task.exception() is not None:
+                done.set_exception(task.exception())  # type: ignore[arg-type]
+            else:
+                done.set_result(task.result())
+
+        def start() -> None:
+            task = loop.create_task(_called(work), context=context)
+            held.append(task)
+            task.add_done_callback(lambda t: caller.call_soon_threadsafe(settle, t))
+
+        loop.call_soon_threadsafe(start)
+        try:
+            return await done
+        except asyncio.CancelledError:
+
+            def cancel() -> None:
+                for task in held:
+                    task.cancel()
+
+            with contextlib.suppress(RuntimeError):  # its loop is closed
+                loop.call_soon_threadsafe(cancel)
+            raise
+
+    def close(self, wait: float = 5.0) -> None:
+        """Stop the loop (its tasks are cancelled) and wait up to ``wait`` seconds for the
+        thread to end."""
+        loop = self.loop
+        if loop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(loop.stop)
+        self._thread.join(wait)
+
+
+async def _called(work: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    return await work()
 
 
 def _raise(error: BaseException) -> Any:
