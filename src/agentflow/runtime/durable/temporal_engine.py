@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from agentflow.core.vocabulary import Code
 from agentflow.errors import Cancelled, RunError
 from agentflow.ir.loader import load_plan_text
+from agentflow.runtime import interrupt
 from agentflow.runtime.control import SIBLING_FAILED
 from agentflow.runtime.durable.engine import NO_MESSAGE, DurableEffects, PlanIndex, Runtime
 from agentflow.runtime.durable.ratelimit import STALE_S, rate_window
@@ -518,8 +519,6 @@ class TemporalEngine:
         is heartbeated meanwhile, never held past its timeout (docs/decisions.md "Temporal: a
         long evaluation runs in an operation")."""
         from temporalio import workflow
-
-        from agentflow.runtime import interrupt
 
         if not workflow.in_workflow():  # (an operation's own code)
             return work()
