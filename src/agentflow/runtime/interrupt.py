@@ -107,13 +107,16 @@ def abandon(task: asyncio.Future[Any]) -> None:
     task.add_done_callback(retrieve)
 
 
-async def cancel_within(task: asyncio.Future[Any], grace: float = CANCEL_GRACE_S) -> bool:
-    """Cancel ``task`` and wait up to ``grace`` seconds for it to unwind; True when it did,
-    False when it was abandoned (:func:`abandon`) because it ignored the cancellation. Waiting
-    goes on (bounded) when the caller itself is cancelled meanwhile."""
+async def cancel_within(
+    task: asyncio.Future[Any], grace: float = CANCEL_GRACE_S, message: str | None = None
+) -> bool:
+    """Cancel ``task`` (with ``message``: why, as ``Task.cancel(msg)``) and wait up to
+    ``grace`` seconds for it to unwind; True when it did, False when it was abandoned
+    (:func:`abandon`) because it ignored the cancellation. Waiting goes on (bounded) when the
+    caller itself is cancelled meanwhile."""
     if task.done():
         return True
-    task.cancel()
+    task.cancel(message)
     end = asyncio.get_running_loop().time() + grace
     while not task.done():
         left = end - asyncio.get_running_loop().time()

@@ -148,8 +148,9 @@ class Engine(Protocol):
         """The child's result (or its exception raised here)."""
         ...
 
-    async def cancel_child(self, handle: Any) -> None:
-        """Cancel a child that is no longer awaited."""
+    async def cancel_child(self, handle: Any, message: str | None = None) -> None:
+        """Cancel a child that is no longer awaited (``message``: why, as the awaiting task
+        was cancelled: ``control.SIBLING_FAILED``)."""
         ...
 
     def replaying(self) -> bool:
@@ -869,8 +870,10 @@ class DurableEffects(Effects):
         handle = await self.engine.start_child(child_id, child_spec, queue)
         try:
             return await self.engine.collect(handle)
-        except asyncio.CancelledError:
-            await asyncio.shield(self.engine.cancel_child(handle))
+        except asyncio.CancelledError as why:
+            await asyncio.shield(
+                self.engine.cancel_child(handle, why.args[0] if why.args else None)
+            )
             raise
 
     def map_batch(self, path: str, n: int) -> int | None:

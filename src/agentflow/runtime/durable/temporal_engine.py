@@ -621,10 +621,10 @@ class TemporalEngine:
             raise out["e"]
         return out["v"] if isinstance(out, dict) else out
 
-    async def cancel_child(self, handle: Any) -> None:
-        """Request the child's cancellation."""
+    async def cancel_child(self, handle: Any, message: str | None = None) -> None:
+        """Request the child's cancellation (``message``: its reason)."""
         with contextlib.suppress(Exception):
-            handle.cancel()
+            handle.cancel(message)
 
     def map_batch(self, n: int) -> int | None:
         """Items per batch for a map of ``n`` items, or None when it fits this unit's history:

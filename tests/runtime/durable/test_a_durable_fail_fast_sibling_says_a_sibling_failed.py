@@ -1,10 +1,12 @@
-"""On Temporal, the items a `parallel map`'s failure stops say why as on a plain run:
+"""On Temporal (and DBOS), the items a `parallel map`'s failure stops say why as on a plain run:
 ``aborted: another item or branch failed first`` (control.SIBLING_FAILED), not "the run was
 cancelled (flowc cancel)" — no one ran `flowc cancel` — nor, for an item that is one tool call
 (a local activity of the parent), a ``tool_error`` "... was stopped with its worker".  Root
 cause: the SDK's await of an operation or a child catches the awaiting task's cancellation and
 drops its message; a child unit only saw that it was cancelled (temporal_engine ``_settled``,
-``_cancelled``).  The run and its worker are this process, on the session's dev server."""
+``_cancelled``); DBOS cancelled a child unit's task with no message ("cancelled"; now
+``cancel_child`` passes it on).  The run and its worker are this process, on the session's
+dev server (Temporal) or a SQLite database (DBOS)."""
 
 from __future__ import annotations
 
@@ -71,9 +73,12 @@ def _stopped(trace) -> dict[str, str]:
     return out
 
 
-@pytest.mark.parametrize("shape", sorted(FLOWS))
-def test_the_items_a_failure_stops_say_so_on_temporal_as_on_a_plain_run(
-    tmp_path, temporal_server, shape
+@pytest.mark.parametrize(
+    ("engine", "shape"),
+    [("temporal", "child_units"), ("temporal", "one_call"), ("dbos", "child_units")],
+)
+def test_the_items_a_failure_stops_say_so_on_a_durable_run_as_on_a_plain_run(
+    tmp_path, request, engine, shape
 ):
     import agentflow.api
 
@@ -81,10 +86,14 @@ def test_the_items_a_failure_stops_say_so_on_temporal_as_on_a_plain_run(
     (tmp_path / "tools.py").write_text(TOOLS)
     tools = '[tools]\nmodules = ["tools.py"]\n'
     (tmp_path / "plain.toml").write_text(tools)
-    (tmp_path / "flow.toml").write_text(
-        tools + f'\n[durable]\nengine = "temporal"\naddress = "{temporal_server.address}"\n'
-        f'task_queue = "ff{shape}{os.getpid()}"\n'
-    )
+    durable_config = f'\n[durable]\ndatabase = "{tmp_path / "db.sqlite"}"\n'
+    if engine == "temporal":
+        server = request.getfixturevalue("temporal_server")
+        durable_config = (
+            f'\n[durable]\nengine = "temporal"\naddress = "{server.address}"\n'
+            f'task_queue = "ff{shape}{os.getpid()}"\n'
+        )
+    (tmp_path / "flow.toml").write_text(tools + durable_config)
 
     def run(config: str, trace: str, **kw):
         return asyncio.run(
@@ -95,10 +104,10 @@ def test_the_items_a_failure_stops_say_so_on_temporal_as_on_a_plain_run(
         )  # fmt: skip
 
     plain = run("plain.toml", "plain.jsonl")
-    durable = run("flow.toml", "temporal.jsonl", durable=True, run_id=f"ff-{shape}")
+    durable = run("flow.toml", "durable.jsonl", durable=True, run_id=f"ff-{engine}-{shape}")
     assert plain.status == durable.status == "error", (plain.error, durable.error)
     assert durable.error.code == "tool_error" and "boom" in durable.error.message
-    said = _stopped(tmp_path / "temporal.jsonl")
+    said = _stopped(tmp_path / "durable.jsonl")
     assert said == _stopped(tmp_path / "plain.jsonl"), said
     assert set(said.values()) == {"another item or branch failed first"}, said
     assert "E0/do.0" in said, said
