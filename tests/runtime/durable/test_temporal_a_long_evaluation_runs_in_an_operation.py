@@ -7,7 +7,7 @@ evaluation does is counted at the evaluator's checkpoints (elements walked: a fu
 data alone), and past the budget it is evaluated again in a local activity, on a thread, where
 the real clock ends it at its step's deadline and its result is recorded.
 
-Checked here: the output is the plain run's; the history holds the evaluations as operations
+Checked here: the output, and a failure's error, are the plain run's; the history holds the evaluations as operations
 and replays without a nondeterminism error (temporalio's ``Replayer``), deciding the same; a
 deadline ends an evaluation of
 tens of seconds at once.  The run and its worker are this process, on the session's dev
@@ -30,6 +30,11 @@ stage s -> int {
   return n
 }
 """
+
+#: a long evaluation that fails: the error comes back from the operation as the plain run's
+FAILING = FLOW.replace(
+    'len(group_by(pairs, "second")) + small', 'len(group_by(pairs, "second")) % (len(xs) - 20000)'
+)
 
 #: 100,000 pairs, then 300 `count_by` calls: tens of seconds of evaluation in one `let`
 SLOW = (
@@ -93,6 +98,12 @@ def test_a_long_evaluation_runs_as_an_operation_gives_the_plain_output_and_repla
     durable = _run(tmp_path, "busy.flow", durable=True, run_id="evalop")
     assert durable.status == "ok", durable.error
     assert durable.output == plain.output == 40003
+
+    (tmp_path / "failing.flow").write_text(FAILING)
+    plain_error = asyncio.run(agentflow.api.run(tmp_path / "failing.flow", {}, workspace=tmp_path))
+    durable_error = _run(tmp_path, "failing.flow", durable=True, run_id="evalop-error")
+    assert plain_error.error.code == "arithmetic", plain_error.error
+    assert durable_error.error == plain_error.error  # code, message, place, `.flow` source
 
     url = runs.database_for(load_config(tmp_path / "flow.toml"))
 
