@@ -563,10 +563,14 @@ class LoopThread:
             else:
                 done.set_result(task.result())
 
+        def hand_back(task: asyncio.Task[T]) -> None:
+            with contextlib.suppress(RuntimeError):  # the caller's loop is closed: nobody waits
+                caller.call_soon_threadsafe(settle, task)
+
         def start() -> None:
             task = loop.create_task(_called(work), context=context)
             held.append(task)
-            task.add_done_callback(lambda t: caller.call_soon_threadsafe(settle, t))
+            task.add_done_callback(hand_back)
 
         loop.call_soon_threadsafe(start)
         try:
