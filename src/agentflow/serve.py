@@ -65,7 +65,7 @@ from agentflow.runtime.events import CallbackSink
 from agentflow.runtime.executor import NO_ANSWER, Hooks
 from agentflow.runtime.extract import json_number_problem, loads_value
 from agentflow.runtime.hooks import check_answer
-from agentflow.runtime.interrupt import off_loop
+from agentflow.runtime.interrupt import LoopThread, off_loop
 from agentflow.runtime.models.test_model import parse_model_option
 from agentflow.runtime.result import RunResult
 from agentflow.serve_wire import SURROGATE_ESCAPE, CheckedLines, made_whole, message_problem
@@ -283,6 +283,8 @@ class McpFlowServer:
         if self.url is not None and self.url.startswith("temporal://"):
             self._temporal = temporal_runs
         self._worker = contextlib.AsyncExitStack()
+        #: Temporal: the loop this server's worker and its runs run on (open_durable)
+        self._engine: LoopThread | None = None
         #: the durable engine's executor id: stable across restarts of a server of this
         #: directory, so a restarted server recovers the runs its predecessor left unfinished
         digest = hashlib.sha256(str(directory.resolve()).encode()).hexdigest()[:12]
@@ -310,11 +312,28 @@ class McpFlowServer:
             return
         if self._temporal is not None:  # Temporal resumes a left run once this worker polls
             self._loop = asyncio.get_running_loop()
-            await self._worker.enter_async_context(
-                self._temporal.served(
-                    self.url, f"{self.executor_id}@{os.getpid()}", [_RecoveredRuns(self)]
-                )
+            # the worker, and the runs this server starts, on a loop of their own: the SDK
+            # runs workflow code on its worker's loop (docs/decisions.md "Temporal-served calls
+            # off the server's loop"), which must not be the one reading the client's messages
+            engine = self._engine = LoopThread(name="flowc-serve-temporal")
+            held = contextlib.AsyncExitStack()
+            served = self._temporal.served(
+                self.url, f"{self.executor_id}@{os.getpid()}", [_RecoveredRuns(self)]
             )
+            try:
+                await engine.run(lambda: held.enter_async_context(served))
+            except BaseException:
+                engine.close()
+                raise
+
+            async def stop() -> None:
+                try:
+                    await engine.run(held.aclose)
+                finally:
+                    engine.close()
+                    self._engine = None
+
+            self._worker.push_async_callback(stop)
             self._opened = True
             return
 
@@ -407,6 +426,8 @@ class McpFlowServer:
                 **options,
             )
 
+        if self._engine is not None and options.get("durable"):
+            return self._engine.run(start)  # Temporal: where this server's worker runs
         return off_loop(start, name=f"flowc-serve-{flow.name}") if off else start()
 
     async def _call_durable(self, ctx: Any, flow: ServedFlow, run_input: Any) -> Any:
@@ -482,12 +503,10 @@ class McpFlowServer:
                 waiter = asyncio.ensure_future(outcome())
                 self._track(run_id, run_input, waiter)
             else:
-                options = {"durable": True, "run_id": run_id, "database": self.database}
+                options: dict[str, Any] = {"durable": True, "run_id": run_id}
+                options["database"] = self.database
                 sinks = [self._desk(run_id).sink()]
-                off = self._temporal is None  # Temporal: on the worker's workflow threads
-                waiter = asyncio.ensure_future(
-                    self._run(flow, run_input, off, sinks=sinks, **options)
-                )
+                waiter = asyncio.ensure_future(self._run(flow, run_input, sinks=sinks, **options))
                 self._track(run_id, run_input, waiter)
         desk = self._desk(run_id)
         desk.total = flow.steps

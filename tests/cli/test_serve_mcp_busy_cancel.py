@@ -6,6 +6,7 @@ the server's event loop: the cancel and the other calls were read only when it r
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
@@ -17,6 +18,8 @@ from pathlib import Path
 import pytest
 from support.mcp_wire import INITIALIZE
 from support.timing import Deadline
+
+from agentflow.runtime.durable.temporal_client import END_PAUSE_ENV
 
 FLOWC = Path(sys.executable).parent / "flowc"
 
@@ -98,13 +101,50 @@ def _call(rid: int, name: str, arguments: dict) -> dict:
     return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
 
 
-@pytest.mark.parametrize("durable", [False, True], ids=["plain", "durable"])
-def test_a_cancelled_busy_evaluation_ends_and_holds_no_other_call_up(tmp_path, durable):
+def _answered_while_workflow_code_runs(proc: subprocess.Popen, lines: _Lines, mark: Path) -> None:
+    """While the run's workflow code holds its loop (the end pause, 3 s), the server answers
+    another request at once: the workflow code does not run on the server's loop.  Then the
+    pause is let go, now and at every later run's end."""
+    wait = Deadline(60)
+    while not mark.exists():
+        assert not wait.expired(), "the run never came to its end"
+        time.sleep(0.01)
+    seen = time.monotonic()
+    _send(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
+    assert lines.reply(3)["result"]["tools"]
+    # on the server's loop, the reply would wait for the pause to end (3 s)
+    assert time.monotonic() - seen < 2.5, time.monotonic() - seen
+
+    def let_go() -> None:
+        while proc.poll() is None:
+            with contextlib.suppress(FileNotFoundError):
+                mark.unlink()
+            time.sleep(0.01)
+
+    threading.Thread(target=let_go, daemon=True).start()
+
+
+@pytest.mark.parametrize("durable", [False, True, "temporal"], ids=["plain", "durable", "temporal"])
+def test_a_cancelled_busy_evaluation_ends_and_holds_no_other_call_up(tmp_path, durable, request):
     d = tmp_path / "flows"
     d.mkdir()
     (d / "busy.flow").write_text(BUSY, encoding="utf-8")
     (d / "one.flow").write_text(ONE, encoding="utf-8")
-    (d / "flow.toml").write_text("", encoding="utf-8")  # its database beside it
+    config = ""  # its database beside it
+    if durable == "temporal":
+        # the workflow code of a Temporal run runs on the loop of this process's worker (the
+        # SDK's debug mode activates workflows inline): not the server's; the long evaluation
+        # goes to an operation, on a thread, which the cancel reaches (temporal_engine.evaluate)
+        server = request.getfixturevalue("temporal_server")
+        config = (
+            f'[durable]\nengine = "temporal"\naddress = "{server.address}"\n'
+            f'task_queue = "busy{os.getpid()}"\n'
+        )
+    (d / "flow.toml").write_text(config, encoding="utf-8")
+    # Temporal: the root of a run holds its workflow code at its end while this file exists
+    # (a hook of the tests; at most 3 s)
+    mark = tmp_path / "paused"
+    env = {**os.environ, END_PAUSE_ENV: str(mark)} if durable == "temporal" else None
     proc = subprocess.Popen(
         [str(FLOWC), "serve", "--mcp", str(d), *(["--durable"] if durable else [])],
         stdin=subprocess.PIPE,
@@ -112,6 +152,7 @@ def test_a_cancelled_busy_evaluation_ends_and_holds_no_other_call_up(tmp_path, d
         stderr=subprocess.DEVNULL,
         text=True,
         cwd=d,
+        env=env,
     )
     try:
         lines = _Lines(proc)
@@ -119,6 +160,8 @@ def test_a_cancelled_busy_evaluation_ends_and_holds_no_other_call_up(tmp_path, d
         assert lines.reply(1)["result"]
         _send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
         _send(proc, _call(2, "one", {}))
+        if durable == "temporal":
+            _answered_while_workflow_code_runs(proc, lines, mark)
         assert lines.reply(2)["result"]["structuredContent"] == {"result": 1}
         idle = _threads(proc.pid)
         _send(proc, _call(7, "busy", {"n": 1}))
@@ -130,7 +173,9 @@ def test_a_cancelled_busy_evaluation_ends_and_holds_no_other_call_up(tmp_path, d
         _send(proc, _call(8, "one", {}))
         assert lines.reply(8)["result"]["structuredContent"] == {"result": 1}
         # the busy run ends (its thread goes): minutes of evaluation were left
-        wait = Deadline(5)
+        # (Temporal: the cancel reaches a workflow whose task an operation holds when the SDK
+        # heartbeats that task, every 3.2 s)
+        wait = Deadline(5 if durable != "temporal" else 12)
         while (_status(d) != "cancelled") if durable else (_threads(proc.pid) > idle):
             assert not wait.expired(), f"the cancelled run goes on evaluating ({_status(d)})"
             time.sleep(0.1)

@@ -332,3 +332,28 @@ async def test_a_run_off_the_loop_returns_its_result_and_raises_its_errors(tmp_p
 
     with pytest.raises(ValueError, match="not made"):
         await off_loop(unmade)
+
+
+def test_the_work_an_evaluation_counts_depends_on_its_data_alone():
+    # Temporal decides by this count whether an evaluation runs in an operation: a replay, in
+    # another process after other evaluations, must count the same (interrupt.WorkMeter)
+    from agentflow.runtime.interrupt import EvalOffload, WorkMeter, end_meter, use_meter
+
+    expr = parse_expression('len(count_by(zip(xs, xs), "first")) + len(xs[*])', "<t>")
+    scope = {"xs": list(range(10000))}
+
+    def used(budget: int = 10**12) -> int:
+        meter = WorkMeter(budget)
+        token = use_meter(meter)
+        try:
+            evaluate(expr, scope)
+        finally:
+            end_meter(token)
+        return meter.used
+
+    first = used()
+    _eval("unique(ys) == ys", ys=[[i] for i in range(3000)])  # moves process-wide counters
+    assert used() == first > 20000
+    with pytest.raises(EvalOffload):
+        used(first - 1)
+    assert evaluate(expr, scope) == 20000  # no meter: nothing counted, nothing raised

@@ -471,3 +471,47 @@ def test_a_loop_cancelled_by_a_failing_sibling_is_not_reported_when_the_run_stop
     assert result["results"] == {"E0": "caught"}
     assert "partial" not in result, result["partial"]
     assert "interrupted by SIGTERM; steps finished: E0\n" in err, err
+
+
+async def test_a_loop_thread_runs_work_on_its_own_loop_and_a_cancel_reaches_it():
+    # `flowc serve`'s Temporal worker and its runs live on such a loop (interrupt.LoopThread):
+    # the caller's loop goes on; the work's value and error come back; cancelling the awaiting
+    # task cancels the work there
+    import asyncio
+    import threading
+
+    from agentflow.runtime.interrupt import LoopThread
+
+    engine = LoopThread(name="test-loop")
+    try:
+        here = threading.current_thread()
+
+        async def where() -> bool:
+            await asyncio.sleep(0)
+            return threading.current_thread() is not here
+
+        assert await engine.run(where)
+
+        async def fails() -> None:
+            raise ValueError("boom")
+
+        with pytest.raises(ValueError, match="boom"):
+            await engine.run(fails)
+        ended = threading.Event()
+
+        async def waits() -> None:
+            try:
+                await asyncio.sleep(60)
+            finally:
+                ended.set()
+
+        task = asyncio.ensure_future(engine.run(waits))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert await asyncio.to_thread(ended.wait, 10)
+    finally:
+        engine.close()
+    with pytest.raises(RuntimeError):
+        await engine.run(where)

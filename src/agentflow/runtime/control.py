@@ -173,7 +173,7 @@ async def _condition(call: ControlCall, scope: Mapping[str, Any], path: str, wha
     """A ``when`` condition, or an ``infer`` question put to the judge role."""
     c = call.input
     if "when" in c and c["when"] is not None:
-        return evaluate_condition(c["when"], scope)
+        return await call.ex.effects.evaluation(path, lambda: evaluate_condition(c["when"], scope))
     if "infer" in c and c["infer"] is not None:
         stack = call.stack
         question = render_value(
@@ -183,8 +183,8 @@ async def _condition(call: ControlCall, scope: Mapping[str, Any], path: str, wha
     raise RunError(Code.VALIDATION, f"`{what}` needs `when` or `infer`", path)
 
 
-def _over(call: ControlCall) -> list[Any]:
-    over = call.render("over")
+async def _over(call: ControlCall) -> list[Any]:
+    over = await call.ex.effects.evaluation(call.path, lambda: call.render("over"))
     if over is None:  # a missing upstream value is not "no items"; `?? []` opts in to that
         raise RunError(
             Code.VALIDATION,
@@ -205,7 +205,7 @@ def _over(call: ControlCall) -> list[Any]:
 
 
 async def _value(call: ControlCall) -> Any:
-    value = call.render("value")
+    value = await call.ex.effects.evaluation(call.path, lambda: call.render("value"))
     refuse_too_deep(value, call.input.get("value"))  # `[s]` in a loop: before events see it
     call.announce({"value": value})
     return value
@@ -239,7 +239,7 @@ async def _decide(call: ControlCall) -> Any:
 
 
 async def _filter(call: ControlCall) -> Any:
-    items = _over(call)
+    items = await _over(call)
     call.announce({"over": items})
     kept, dropped = [], []
     for i, item in enumerate(items):
@@ -252,7 +252,7 @@ async def _filter(call: ControlCall) -> Any:
 
 
 async def _map(call: ControlCall) -> Any:
-    items = _over(call)
+    items = await _over(call)
     conc = call.render("concurrency")
     conc = 1 if conc is None else conc
     mode = call.render("on_item_error", "fail") or "fail"
@@ -486,7 +486,7 @@ async def _try(call: ControlCall) -> Any:
 
 
 async def _reduce(call: ControlCall) -> Any:
-    items = _over(call)
+    items = await _over(call)
     acc = call.render("initial")
     body = call.body("do")
     call.announce({"over": items, "initial": acc})
@@ -541,10 +541,10 @@ async def _loop(call: ControlCall) -> Any:
             fresh = {"kind": "loop", "of": bound, "rounds": 0, "state": None}
             entry = _partial_entry(call, fresh)
             entry["rounds"], entry["state"] = r, state
-            if until is not None and evaluate_condition(
-                until, _layer(call.scope, round=r, accumulator=state)
-            ):
-                return state
+            if until is not None:
+                after = _layer(call.scope, round=r, accumulator=state)
+                if await units.evaluation(p, partial(evaluate_condition, until, after)):
+                    return state
     if until is None:
         return state
     done = _layer(call.scope, round=r, accumulator=state)

@@ -40,7 +40,16 @@ from agentflow.runtime.effects import UnitSpec, VirtualBound, enter_bound, leave
 from agentflow.runtime.expressions import render_value, to_json_value
 from agentflow.runtime.extract import validate
 from agentflow.runtime.hooks import GateCall, RunAborted, ToolFailure, maybe_await
-from agentflow.runtime.interrupt import EvalWatch, cancel_within, end_watch, use_watch, watching
+from agentflow.runtime.interrupt import (
+    EvalWatch,
+    cancel_within,
+    end_offload_watch,
+    end_watch,
+    offload_watch,
+    use_offload_watch,
+    use_watch,
+    watching,
+)
 from agentflow.runtime.result import elapsed_ms
 from agentflow.runtime.tools.catalog import ToolContext
 
@@ -149,9 +158,13 @@ async def bounded(
     # cancelled, given CANCEL_GRACE_S to unwind, and abandoned when it ignores the
     # cancellation (a tool catching CancelledError) — the step ends on time regardless.
     # an evaluation that keeps the loop busy checks the same bound (interrupt.EvalWatch)
-    watched = None
+    watched = offloaded = None
     if ex.effects.evaluation_clock():
         watched = use_watch((watching() or EvalWatch()).bounded(bound, code, message))
+    else:  # (Temporal) an evaluation it runs in an operation watches the bound there
+        offloaded = use_offload_watch(
+            (offload_watch() or EvalWatch()).bounded(bound, code, message)
+        )
     # where the host stands in for sleeps (flowc test's virtual time), the step's own timeout
     # counts them as the deadline does: a sleep inside that would outlast it ends it there
     virtual = None
@@ -163,6 +176,8 @@ async def bounded(
     finally:
         if watched is not None:
             end_watch(watched)
+        if offloaded is not None:
+            end_offload_watch(offloaded)
         if virtual is not None:
             leave_bound(entered)
     expired = asyncio.ensure_future(virtual.expired.wait()) if virtual is not None else None
@@ -244,7 +259,7 @@ async def invoke(
             raise RunError(
                 Code.VALIDATION, f"`{info.tool}` step: {type(exc).__name__}: {exc}", path
             ) from None
-    args = render_value(info.compiled, scope)
+    args = await ex.effects.evaluation(path, lambda: render_value(info.compiled, scope))
     announce(args)
     if call is None:
         return await dispatch_tool(

@@ -263,6 +263,13 @@ class Effects:
         time stands still in workflow code (Temporal) says no, so a replay never diverges."""
         return True
 
+    async def evaluation(self, path: str, work: Callable[[], Any]) -> Any:
+        """``work()``: an evaluation of the step at ``path`` (a ``let``'s value, a tool call's
+        arguments, a condition, a map's list, the run's output) — here, at once; a Temporal
+        run's long one runs in an operation instead (docs/reference/expressions.md
+        "Evaluation ends when the run must")."""
+        return work()
+
     def cancel_probe(self) -> Callable[[], bool] | None:
         """A callable a busy evaluation asks (synchronously, every few tenths of a second)
         whether the run was cancelled from outside (``flowc cancel``), or None when there is

@@ -90,11 +90,14 @@ from agentflow.runtime.hooks import (
 )
 from agentflow.runtime.interrupt import (
     EvalWatch,
+    end_offload_watch,
     end_watch,
+    offload_watch,
     outside_cancel,
     run,
     stop_request,
     until_stopped,
+    use_offload_watch,
     use_watch,
     watching,
 )
@@ -447,15 +450,22 @@ class Executor:
             if fin.output is not None:
                 raise _not_loaded("the finish output", frame.path("finish"))
             return last
-        watched = None
-        if frame.deadline_at is not None and self.effects.evaluation_clock():
-            # a busy output ends at the deadline as a step does
+        watched = offloaded = None
+        if frame.deadline_at is not None:
+            # a busy output ends at the deadline as a step does (Temporal: one evaluated in
+            # an operation, interrupt.offload_watch)
             left = frame.deadline_at - self.effects.now()
             message = f"the workflow deadline ({frame.deadline_text}) expired computing the output"
-            bound = watching() or EvalWatch()
-            watched = use_watch(bound.bounded(left, Code.DEADLINE_EXCEEDED, message))
+            if self.effects.evaluation_clock():
+                bound = watching() or EvalWatch()
+                watched = use_watch(bound.bounded(left, Code.DEADLINE_EXCEEDED, message))
+            else:
+                bound = offload_watch() or EvalWatch()
+                offloaded = use_offload_watch(bound.bounded(left, Code.DEADLINE_EXCEEDED, message))
         try:
-            output = render_value(out_c, scope)
+            output = await self.effects.evaluation(
+                frame.path("finish"), lambda: render_value(out_c, scope)
+            )
             refuse_too_deep(output, out_c)
             return output
         except RunError as e:
@@ -485,6 +495,8 @@ class Executor:
         finally:
             if watched is not None:
                 end_watch(watched)
+            if offloaded is not None:
+                end_offload_watch(offloaded)
 
     # ----------------------------------------------------------------- one step
 

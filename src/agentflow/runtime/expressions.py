@@ -385,7 +385,7 @@ def _visit_Projection(node: ast.Projection, scope: Mapping[str, Any]) -> Any:
         return list(base)
     out: list[Any] = []
     for start in range(0, len(base), _CHUNK):
-        checkpoint()  # the run's deadline, a stop, a cancel end a long projection
+        checkpoint(_CHUNK)  # the run's deadline, a stop, a cancel end a long projection
         i = start
         try:
             for el in base[start : start + _CHUNK]:
@@ -735,7 +735,7 @@ def _visit_FuncCall(node: ast.FuncCall, scope: Mapping[str, Any]) -> Any:
     except RunError as e:  # durations: named as written, not as the compiler wrote them
         raise _named_as_written(e, node) from None
     if args and type(first := args[0]) in _SIZED and len(first) > _BIG_ARGUMENT:
-        checkpoint()  # between calls over large values (`sort` of 1M items is a C loop)
+        checkpoint(len(first))  # between calls over large values (`sort` of 1M items: C)
     try:
         result = _call_function(node.name, args)
     except (BadPath, EvalEnded):

@@ -286,7 +286,7 @@ def _join(xs: list[object], sep: str) -> str:
         size += len(part)
         if size > MAX_TEXT_CHARS or not i % _EVERY:
             _fit(size, "text")  # stops at the limit, not after rendering every item
-            checkpoint()
+            checkpoint(_EVERY)
         parts.append(part)
     return sep.join(parts)
 
@@ -425,7 +425,7 @@ def _sort_by(xs: list[Any], field: str) -> list[Any]:
     keys = []
     for i, x in enumerate(xs):
         if not i % _EVERY:
-            checkpoint()
+            checkpoint(_EVERY)
         keys.append(_field(x, name))
     present = [k for k in keys if k is not None]
     _orderable(present, f"`sort_by` on `{name}`")
@@ -514,7 +514,7 @@ def _group_by(xs: list[Any], field: str) -> dict[str, list[Any]]:
     out: dict[str, list[Any]] = {}
     for i, x in enumerate(xs):
         if not i % _EVERY:
-            checkpoint()
+            checkpoint(_EVERY)
         out.setdefault(_render(_field(x, field)), []).append(x)
     return out
 
@@ -523,7 +523,7 @@ def _count_by(xs: list[Any], field: str | None) -> dict[str, int]:
     out: dict[str, int] = {}
     for i, x in enumerate(xs):
         if not i % _EVERY:
-            checkpoint()
+            checkpoint(_EVERY)
         key = _render(x if field is None else _field(x, field))
         out[key] = out.get(key, 0) + 1
     return out

@@ -46,7 +46,16 @@ __all__ = [
     "CANCEL_GRACE_S",
     "DaemonThreadExecutor",
     "EvalEnded",
+    "EvalOffload",
     "EvalWatch",
+    "LoopThread",
+    "WorkMeter",
+    "end_meter",
+    "end_offload_watch",
+    "evaluate_in_thread",
+    "offload_watch",
+    "use_meter",
+    "use_offload_watch",
     "StopRequest",
     "Stopped",
     "abandon",
@@ -98,13 +107,16 @@ def abandon(task: asyncio.Future[Any]) -> None:
     task.add_done_callback(retrieve)
 
 
-async def cancel_within(task: asyncio.Future[Any], grace: float = CANCEL_GRACE_S) -> bool:
-    """Cancel ``task`` and wait up to ``grace`` seconds for it to unwind; True when it did,
-    False when it was abandoned (:func:`abandon`) because it ignored the cancellation. Waiting
-    goes on (bounded) when the caller itself is cancelled meanwhile."""
+async def cancel_within(
+    task: asyncio.Future[Any], grace: float = CANCEL_GRACE_S, message: str | None = None
+) -> bool:
+    """Cancel ``task`` (with ``message``: why, as ``Task.cancel(msg)``) and wait up to
+    ``grace`` seconds for it to unwind; True when it did, False when it was abandoned
+    (:func:`abandon`) because it ignored the cancellation. Waiting goes on (bounded) when the
+    caller itself is cancelled meanwhile."""
     if task.done():
         return True
-    task.cancel()
+    task.cancel(message)
     end = asyncio.get_running_loop().time() + grace
     while not task.done():
         left = end - asyncio.get_running_loop().time()
@@ -498,6 +510,95 @@ async def _awaited(task: asyncio.Future[T]) -> T:
     return await task
 
 
+class LoopThread:
+    """An event loop of its own on a daemon thread (named ``name``; its default executor a
+    :class:`DaemonThreadExecutor`), for the long-lived work a host keeps off its own loop:
+    ``flowc serve``'s Temporal worker and the runs it starts (the SDK runs workflow code on
+    its worker's loop), so the server reads every message while a run's workflow code runs.
+    :meth:`run` awaits a coroutine there; :meth:`close` stops the loop."""
+
+    def __init__(self, name: str = "agentflow-loop") -> None:
+        started = threading.Event()
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+        def main() -> None:
+            loop = asyncio.new_event_loop()
+            loop.set_default_executor(DaemonThreadExecutor())
+            self.loop = loop
+            started.set()
+            try:
+                loop.run_forever()
+            finally:
+                with contextlib.suppress(Exception):
+                    for task in asyncio.all_tasks(loop):
+                        task.cancel()
+                        abandon(task)
+                    loop.run_until_complete(asyncio.sleep(0))
+                    loop.close()
+
+        self._thread = threading.Thread(target=main, name=name, daemon=True)
+        self._thread.start()
+        started.wait()
+
+    async def run(self, work: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        """Await ``work()`` run on this thread's loop, in a copy of the caller's context (but
+        the stop request: the host stops it); cancelling the awaiting task cancels it there.
+        Raises what ``work()`` raises; RuntimeError once :meth:`close` was called."""
+        loop = self.loop
+        if loop is None or loop.is_closed():
+            raise RuntimeError("the loop thread is closed")
+        caller = asyncio.get_running_loop()
+        done: asyncio.Future[T] = caller.create_future()
+        context = contextvars.copy_context()
+        context.run(_STOP.set, None)
+        held: list[asyncio.Task[T]] = []
+
+        def settle(task: asyncio.Task[T]) -> None:
+            if done.done():
+                return
+            if task.cancelled():
+                done.cancel()
+            elif task.exception() is not None:
+                done.set_exception(task.exception())  # type: ignore[arg-type]
+            else:
+                done.set_result(task.result())
+
+        def hand_back(task: asyncio.Task[T]) -> None:
+            with contextlib.suppress(RuntimeError):  # the caller's loop is closed: nobody waits
+                caller.call_soon_threadsafe(settle, task)
+
+        def start() -> None:
+            task = loop.create_task(_called(work), context=context)
+            held.append(task)
+            task.add_done_callback(hand_back)
+
+        loop.call_soon_threadsafe(start)
+        try:
+            return await done
+        except asyncio.CancelledError:
+
+            def cancel() -> None:
+                for task in held:
+                    task.cancel()
+
+            with contextlib.suppress(RuntimeError):  # its loop is closed
+                loop.call_soon_threadsafe(cancel)
+            raise
+
+    def close(self, wait: float = 5.0) -> None:
+        """Stop the loop (its tasks are cancelled) and wait up to ``wait`` seconds for the
+        thread to end."""
+        loop = self.loop
+        if loop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(loop.stop)
+        self._thread.join(wait)
+
+
+async def _called(work: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    return await work()
+
+
 def _raise(error: BaseException) -> Any:
     raise error
 
@@ -524,13 +625,116 @@ def end_watch(token: contextvars.Token[EvalWatch | None]) -> None:
     _WATCH.reset(token)
 
 
-def checkpoint() -> None:
+def checkpoint(work: int = 0) -> None:
     """End a busy evaluation when its run must end (:meth:`EvalWatch.check`); nothing when
     this context has no watch. Cheap (a context-variable read and a clock read): the evaluator
-    calls it every few thousand elements of the arrays it walks."""
+    calls it every few thousand elements of the arrays it walks.  ``work``: the elements walked
+    since the last checkpoint of this walk (or about to be, by one library call), counted by
+    this context's :class:`WorkMeter` when it has one — a function of the data alone, never of
+    time."""
     watch = _WATCH.get()
     if watch is not None:
         watch.check()
+    if work:
+        meter = _METER.get()
+        if meter is not None:
+            meter.add(work)
+
+
+# ---------------------------------------------------------------------------------------------
+# A long evaluation in a Temporal workflow goes to an operation (docs/reference/expressions.md
+# "Evaluation ends when the run must"; docs/decisions.md "Temporal: a long evaluation runs in an
+# operation")
+
+
+class EvalOffload(BaseException):  # noqa: N818 - a signal to the engine, not an error
+    """Raised by :func:`checkpoint` when the evaluation's counted work passes its
+    :class:`WorkMeter`'s budget: the engine evaluates it again where a long evaluation may run
+    (Temporal: a local activity).  A ``BaseException``, so no handler of the evaluator's own
+    (``except RunError``, ``except Exception``) takes it for the expression's failure."""
+
+
+class WorkMeter:
+    """The work an evaluation has done, counted at its checkpoints (``used``, in elements
+    walked), against ``budget``: past it :class:`EvalOffload` is raised.  Deterministic: the
+    count depends on the data and the expression only, so a replay of a workflow decides the
+    same."""
+
+    __slots__ = ("budget", "used")
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.used = 0
+
+    def add(self, work: int) -> None:
+        """Count ``work``; raise :class:`EvalOffload` once the count passes the budget."""
+        self.used += work
+        if self.used > self.budget:
+            raise EvalOffload()
+
+
+_METER: contextvars.ContextVar[WorkMeter | None] = contextvars.ContextVar(
+    "agentflow_work_meter", default=None
+)
+
+
+def use_meter(meter: WorkMeter | None) -> contextvars.Token[WorkMeter | None]:
+    """Make ``meter`` the :class:`WorkMeter` of evaluations in this context (None: none);
+    returns the token :func:`end_meter` takes."""
+    return _METER.set(meter)
+
+
+def end_meter(token: contextvars.Token[WorkMeter | None]) -> None:
+    """Undo :func:`use_meter`."""
+    _METER.reset(token)
+
+
+_OFFLOADED: contextvars.ContextVar[EvalWatch | None] = contextvars.ContextVar(
+    "agentflow_offload_watch", default=None
+)
+
+
+def offload_watch() -> EvalWatch | None:
+    """The bound of the step running in this context for an evaluation run elsewhere (an
+    engine whose workflow code reads no clock: its evaluation watches nothing, while one it
+    hands to an operation watches this), or None."""
+    return _OFFLOADED.get()
+
+
+def use_offload_watch(watch: EvalWatch | None) -> contextvars.Token[EvalWatch | None]:
+    """Make ``watch`` this context's :func:`offload_watch`; returns the token
+    :func:`end_offload_watch` takes."""
+    return _OFFLOADED.set(watch)
+
+
+def end_offload_watch(token: contextvars.Token[EvalWatch | None]) -> None:
+    """Undo :func:`use_offload_watch`."""
+    _OFFLOADED.reset(token)
+
+
+async def evaluate_in_thread(work: Callable[[], T], watch: EvalWatch | None) -> T:
+    """``work()`` (an evaluation) on a thread of the loop's default executor, watching
+    ``watch``'s bound by the real clock; cancelled, the evaluation ends at its next
+    :func:`checkpoint` (:class:`OutsideCancel`) and the ``CancelledError`` is raised at once.
+    A bound that expires is raised as the step's own :class:`~agentflow.errors.RunError`
+    (its code and message), which a durable record can hold."""
+    outside = OutsideCancel()
+    until, code, message = (watch.until, watch.code, watch.message) if watch else (None, "", "")
+    thread_watch = EvalWatch(until, code or Code.DEADLINE_EXCEEDED, message, outside=outside)
+
+    def run() -> T:
+        _METER.set(None)
+        _WATCH.set(thread_watch)
+        try:
+            return work()
+        except EvalEnded as e:
+            raise RunError(e.code, e.message, details=e.details) from None
+
+    try:
+        return await asyncio.to_thread(run)
+    except asyncio.CancelledError:
+        outside.set()
+        raise
 
 
 async def while_loading(work: Awaitable[T]) -> T:

@@ -74,7 +74,7 @@ def json_size(
             continue
         walked += 1
         if not walked & 4095 and watched:
-            checkpoint()
+            checkpoint(4096)
         size, height, text = len(item), 0, 0
         if chars is not None:
             children = item.values() if type(item) is dict else item

@@ -379,14 +379,15 @@ class DbosEngine:
             # exception would leave the executor without `run_finished`)
             raise Cancelled() from None
 
-    async def cancel_child(self, handle: Any) -> None:
+    async def cancel_child(self, handle: Any, message: str | None = None) -> None:
         """``DBOS.cancel_workflow_async`` (a sibling failed, or the run was stopped), and, when
         the child runs in this process, its body cancelled and awaited (at most
         :data:`~agentflow.runtime.interrupt.CANCEL_GRACE_S`): DBOS's ``handle.task`` is a
         shield of the child's task, and DBOS looks at the cancel only when the child's next
         operation starts, so a model request in flight went on past the parent's end — its
         reply read after ``run_finished``, outside the trace and the record (docs/durable.md
-        "What a cancelled run's process keeps")."""
+        "What a cancelled run's process keeps").  ``message``: why (a sibling failed), the
+        message the child's task is cancelled with, which its steps report."""
         child_id = handle.get_workflow_id()
         dbos = dbos_with_workflows()
         # in a parent that is cancelled itself (`flowc cancel` cancels the run's family), DBOS
@@ -399,7 +400,7 @@ class DbosEngine:
             and task is not asyncio.current_task()
             and task.get_loop() is asyncio.get_running_loop()  # (a recovered child: DBOS's loop)
         ):
-            await cancel_within(task)
+            await cancel_within(task, message=message)
 
     def replaying(self) -> bool:
         """True while the running workflow's step counter is behind what it has recorded."""

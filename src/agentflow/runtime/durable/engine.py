@@ -148,8 +148,9 @@ class Engine(Protocol):
         """The child's result (or its exception raised here)."""
         ...
 
-    async def cancel_child(self, handle: Any) -> None:
-        """Cancel a child that is no longer awaited."""
+    async def cancel_child(self, handle: Any, message: str | None = None) -> None:
+        """Cancel a child that is no longer awaited (``message``: why, as the awaiting task
+        was cancelled: ``control.SIBLING_FAILED``)."""
         ...
 
     def replaying(self) -> bool:
@@ -776,6 +777,15 @@ class DurableEffects(Effects):
         ``evaluation_clock = False``): a busy evaluation then ends at a deadline between steps."""
         return bool(getattr(self.engine, "evaluation_clock", True))
 
+    async def evaluation(self, path: str, work: Callable[[], Any]) -> Any:
+        """``work()``, an evaluation at step ``path``: on an engine that evaluates long ones
+        elsewhere (Temporal ``evaluate``: past a work budget, in the operation
+        ``{path}/eval#n``), through it; else at once."""
+        evaluate = getattr(self.engine, "evaluate", None)
+        if evaluate is None:
+            return work()
+        return await evaluate(lambda: self._name(f"{path}/eval"), work)
+
     def cancel_probe(self) -> Callable[[], bool] | None:
         """The engine's synchronous "was the running unit cancelled?" (DBOS: a read of its
         database), which a busy evaluation asks now and then; None when it has none."""
@@ -862,8 +872,10 @@ class DurableEffects(Effects):
         handle = await self.engine.start_child(child_id, child_spec, queue)
         try:
             return await self.engine.collect(handle)
-        except asyncio.CancelledError:
-            await asyncio.shield(self.engine.cancel_child(handle))
+        except asyncio.CancelledError as why:
+            await asyncio.shield(
+                self.engine.cancel_child(handle, why.args[0] if why.args else None)
+            )
             raise
 
     def map_batch(self, path: str, n: int) -> int | None:

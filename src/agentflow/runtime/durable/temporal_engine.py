@@ -41,6 +41,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from agentflow.core.vocabulary import Code
 from agentflow.errors import Cancelled, RunError
 from agentflow.ir.loader import load_plan_text
+from agentflow.runtime import interrupt
+from agentflow.runtime.control import SIBLING_FAILED
 from agentflow.runtime.durable.engine import NO_MESSAGE, DurableEffects, PlanIndex, Runtime
 from agentflow.runtime.durable.ratelimit import STALE_S, rate_window
 from agentflow.runtime.durable.records import lost_secret
@@ -306,17 +308,60 @@ def _count_operation(name: str | None) -> None:
         ops[0 if parse_operation(name[-250:]) is not None else 1] += 1
 
 
-def _cancelled(name: str) -> None:
+def _cancelled(name: str, why: asyncio.CancelledError | None = None) -> None:
     """An operation was cancelled: by ``flowc cancel`` (the workflow's cancellation — the run
-    ends ``aborted``, as on DBOS), or because its worker is stopping (a Ctrl-C of ``flowc run``,
-    a ``flowc worker`` restarted): then this workflow task fails, nothing of it is recorded, and
-    another worker takes the run up from its history."""
+    ends ``aborted``, as on DBOS); by this unit's parent because a sibling failed (the parent's
+    task was cancelled with :data:`~agentflow.runtime.control.SIBLING_FAILED`, which Temporal
+    hands the child as its cancellation reason) or by this workflow's own code (``why``: the
+    awaiting task was cancelled — a sibling failed, a step's timeout): then the step ends as a
+    plain run's cancelled step does, ``CancelledError`` with the same message; or because its
+    worker is stopping (a Ctrl-C of ``flowc run``, a ``flowc worker`` restarted): then this
+    workflow task fails, nothing of it is recorded, and another worker takes the run up from
+    its history."""
     from temporalio import workflow
 
-    if workflow.cancellation_reason() is not None:
+    reason = workflow.cancellation_reason()
+    if reason == SIBLING_FAILED:
+        raise asyncio.CancelledError(reason) from None
+    if reason is not None:
         raise Cancelled() from None
+    if why is not None:
+        raise asyncio.CancelledError(*why.args[:1]) from None
     raise RuntimeError(f"{name} was stopped with its worker: another worker continues the run")
 
+
+def _said_why(e: asyncio.CancelledError) -> asyncio.CancelledError:
+    """``e``, a cancellation met in workflow code, with the message of a parent that cancelled
+    this unit because a sibling failed (the SDK cancels the workflow's task with none)."""
+    from temporalio import workflow
+
+    if not e.args and workflow.cancellation_reason() == SIBLING_FAILED:
+        return asyncio.CancelledError(SIBLING_FAILED)
+    return e
+
+
+async def _settled(handle: asyncio.Task[Any]) -> asyncio.CancelledError | None:
+    """Wait until ``handle`` (an operation's or a child's: a task of the workflow's loop) is
+    done.  When the waiting task is cancelled meanwhile, the operation is cancelled with the same
+    message (Temporal forwards it to a child as its cancellation reason) and waited for to its
+    end; that cancellation is returned (else None).  (The SDK's own await of an operation
+    catches the cancellation and drops its message: a sibling's failure read as a user's
+    cancel.)"""
+    why: asyncio.CancelledError | None = None
+    while not handle.done():
+        try:
+            await asyncio.wait({handle})
+        except asyncio.CancelledError as e:
+            if why is None:
+                why = e
+            handle.cancel(*e.args[:1])
+    return why
+
+
+#: The work (elements walked, counted at the evaluator's checkpoints) an evaluation may do in
+#: workflow code; past it, it runs in an operation (TemporalEngine.evaluate): about 0.1-0.5 s
+#: of evaluation, far below the workflow task's timeout (TASK_TIMEOUT)
+EVAL_WORK_BUDGET = 1_000_000
 
 #: ``[durable] history_events`` of the task queue this process serves (set by
 #: temporal_workflows.serve): what a run recorded before runs recorded theirs uses
@@ -421,8 +466,9 @@ class TemporalEngine:
         context = contextvars.copy_context()
         context.run(OPERATION.set, f"{info.workflow_id}|{name}")
         _PENDING[token] = (fn, context)
+        why: asyncio.CancelledError | None = None
         try:
-            out = await workflow.execute_local_activity(
+            handle = workflow.start_local_activity(
                 STEP_ACTIVITY,
                 token,
                 activity_id=name[-250:],
@@ -430,15 +476,17 @@ class TemporalEngine:
                 start_to_close_timeout=OP_TIMEOUT,
                 retry_policy=RetryPolicy(maximum_attempts=1),
             )
+            why = await _settled(handle)
+            out = handle.result()
         except ActivityError as e:
             if isinstance(e.cause, CancelledError):
                 _count_operation(None)
-                _cancelled(name)
+                _cancelled(name, why)
             _count_operation(name)
             raise RunError(Code.FAILED, f"{name}: {e.cause or e}") from None
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as e:
             _count_operation(None)
-            _cancelled(name)
+            _cancelled(name, why or e)
             raise
         finally:
             _PENDING.pop(token, None)
@@ -459,11 +507,44 @@ class TemporalEngine:
             raise out["e"]
         return out["v"], ran
 
+    async def evaluate(self, name_of: Callable[[], str], work: Callable[[], T]) -> T:
+        """``work()``, an evaluation in workflow code, while its counted work stays within
+        :data:`EVAL_WORK_BUDGET` (a :class:`~agentflow.runtime.interrupt.WorkMeter`: elements
+        walked, a function of the data alone, so a replay decides the same); past it, the
+        evaluation is given up and run again in the operation ``name_of()`` — a local
+        activity, on a thread of the worker's loop — whose result (or error) is recorded.
+        There the real clock may end it (the step's deadline or timeout:
+        ``interrupt.offload_watch``) and a cancel (``flowc cancel``, a sibling's failure, the
+        step's bound as a workflow timer) cancels it at its next checkpoint; the workflow task
+        is heartbeated meanwhile, never held past its timeout (docs/decisions.md "Temporal: a
+        long evaluation runs in an operation")."""
+        from temporalio import workflow
+
+        if not workflow.in_workflow():  # (an operation's own code)
+            return work()
+        metered = interrupt.use_meter(interrupt.WorkMeter(EVAL_WORK_BUDGET))
+        try:
+            return work()
+        except interrupt.EvalOffload:
+            pass
+        finally:
+            interrupt.end_meter(metered)
+        watch = interrupt.offload_watch()
+
+        async def elsewhere() -> T:
+            return await interrupt.evaluate_in_thread(work, watch)
+
+        value, _ = await self.step(name_of(), elsewhere)
+        return value
+
     async def sleep(self, seconds: float) -> None:
         """A Temporal timer."""
         from temporalio import workflow
 
-        await workflow.sleep(max(0.0, seconds))
+        try:
+            await workflow.sleep(max(0.0, seconds))
+        except asyncio.CancelledError as e:
+            raise _said_why(e) from None
 
     async def publish(self, key: str, value: Any) -> None:
         """The workflow's memo ``key`` (readable by ``describe`` with no worker alive)."""
@@ -479,6 +560,8 @@ class TemporalEngine:
         inbox: dict[str, list[Any]] = workflow.instance().inbox
         try:
             await workflow.wait_condition(lambda: bool(inbox.get(topic)), timeout=timeout)
+        except asyncio.CancelledError as e:
+            raise _said_why(e) from None
         except TimeoutError:
             # a message signalled before a worker took the fired timer (the run had no worker
             # when its timeout ran out) came in the same activation: it is taken, as DBOS
@@ -510,14 +593,18 @@ class TemporalEngine:
 
     async def collect(self, handle: Any) -> Any:
         """The child's result, or its exception raised here."""
+        from temporalio import workflow
         from temporalio.exceptions import ChildWorkflowError
 
+        why = await _settled(handle)
         try:
-            out = await handle
+            out = handle.result()
         except ChildWorkflowError as e:
             cause = e.cause
             if type(cause).__name__ == "CancelledError":
-                raise Cancelled() from None
+                if why is None and workflow.cancellation_reason() is None:
+                    raise Cancelled() from None  # cancelled from outside the run
+                _cancelled(str(handle.id), why)
             raise RunError(Code.FAILED, f"unit {handle.id} failed: {cause or e}") from None
         if isinstance(out, dict) and out.get("calls"):
             _report_calls(out["calls"])
@@ -526,14 +613,18 @@ class TemporalEngine:
             counted = running_step_usage.get()
             if counted is not None:
                 counted.add_counts(out["usage"])
+        if why is not None and workflow.cancellation_reason() is None:
+            # this unit's own code cancelled the child (a sibling failed): it ends as a plain
+            # run's cancelled step, whatever the child made of its cancel
+            raise asyncio.CancelledError(*why.args[:1])
         if isinstance(out, dict) and "e" in out:
             raise out["e"]
         return out["v"] if isinstance(out, dict) else out
 
-    async def cancel_child(self, handle: Any) -> None:
-        """Request the child's cancellation."""
+    async def cancel_child(self, handle: Any, message: str | None = None) -> None:
+        """Request the child's cancellation (``message``: its reason)."""
         with contextlib.suppress(Exception):
-            handle.cancel()
+            handle.cancel(message)
 
     def map_batch(self, n: int) -> int | None:
         """Items per batch for a map of ``n`` items, or None when it fits this unit's history:
