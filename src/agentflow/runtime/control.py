@@ -173,7 +173,10 @@ async def _condition(call: ControlCall, scope: Mapping[str, Any], path: str, wha
     """A ``when`` condition, or an ``infer`` question put to the judge role."""
     c = call.input
     if "when" in c and c["when"] is not None:
-        return await call.ex.effects.evaluation(path, lambda: evaluate_condition(c["when"], scope))
+        held: bool = await call.ex.effects.evaluation(
+            path, lambda: evaluate_condition(c["when"], scope)
+        )
+        return held
     if "infer" in c and c["infer"] is not None:
         stack = call.stack
         question = render_value(
