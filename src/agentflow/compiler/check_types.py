@@ -262,22 +262,39 @@ class TypeChecks(CheckerShared):
         not candidates, as TypeScript reads a discriminated union), else the one with the
         fewest problems (then most keys in common) — the first named ``as `A` (…)``, and each
         other candidate's first problem as a note (docs/reference/types.md "Unions")."""
+        depth, budget = getattr(self, "_union_reads", (0, _UNION_READS))
+        if depth == 0:
+            budget = _UNION_READS  # a new literal: its own budget
+        if budget <= 0:  # the members of many nested unions read already: the plain message
+            return False
         written = {entry.key: entry.value for entry in expr.entries}
-        ranked, tagged = [], []
-        for i, member in enumerate(union.members):
+        candidates, tagged = [], []
+        for member in union.members:
             t = self.env.resolve(member)
             if not isinstance(t, ObjectType):
                 continue
             tags, contradicted = object_tags(self.env, written, t)
             if contradicted:
                 tagged.append(t)
-                continue
-            mark = len(self.diags)
-            self.mismatch(expr, got, member)
-            problems = self.diags[mark:]
-            del self.diags[mark:]
-            shared = sum(key in t.fields for key in written)
-            ranked.append(((-len(tags), len(problems), -shared, i), member, tags, problems))
+            else:
+                candidates.append((member, t, tags))
+        most = max((len(tags) for _, _, tags in candidates), default=0)
+        ranked = []
+        try:
+            for i, (member, t, tags) in enumerate(candidates):
+                if len(tags) < most:  # a member its tags pick is the one to read
+                    continue
+                budget = getattr(self, "_union_reads", (0, budget))[1] - 1
+                setattr(self, "_union_reads", (depth + 1, budget))  # noqa: B010 - the mixin's
+                mark = len(self.diags)
+                self.mismatch(expr, got, member)
+                problems = self.diags[mark:]
+                del self.diags[mark:]
+                shared = sum(key in t.fields for key in written)
+                ranked.append(((len(problems), -shared, i), member, tags, problems))
+        finally:
+            left = getattr(self, "_union_reads", (0, budget))[1]
+            setattr(self, "_union_reads", (depth, left))  # noqa: B010
         name = type_str(union)
         if not ranked:
             if not tagged:
@@ -297,6 +314,8 @@ class TypeChecks(CheckerShared):
             Note(f"as `{type_str(m)}`: {p[0].message}", p[0].span) for m, p in others[:4]
         ]
         message = f"as `{type_str(member)}` ({how}), {first.message}"
+        if first.message.startswith("as `"):  # an inner union said it, where the problem is
+            message = first.message
         self.diags.append(replace(first, message=message, notes=notes))
         self.diags.extend(problems[1:])
         return True
@@ -741,6 +760,11 @@ class TypeChecks(CheckerShared):
                 "server__tool_name(…)` (`flowc tools --extern` prints it)",
             )
         return ToolSig(item.name.name, params, returns, True, False, item, catalog=item.catalog)
+
+
+#: how many union members a mismatch reads inside one object literal (then: the plain
+#: message), so a deep literal of a recursive union type is bounded work, never exponential
+_UNION_READS = 32
 
 
 def object_tags(
