@@ -73,6 +73,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
         cost_warnings,
         format_plan_file,
         library_message,
+        library_tests_note,
         load,
         output_place,
         plan_from_data,
@@ -235,6 +236,7 @@ __all__ = [
     "CLOSE_LIMIT_S",
     "gen_python",
     "library_message",
+    "library_tests_note",
 ]
 
 #: Public name → the module that defines it (loaded on first use of one of its names).
@@ -248,6 +250,7 @@ _EXPORTS: dict[str, str] = {
     "compile_source": "agentflow.api_compile",
     "load": "agentflow.api_compile",
     "library_message": "agentflow.api_compile",
+    "library_tests_note": "agentflow.api_compile",
     "run": "agentflow.api_run",
     "run_sync": "agentflow.api_run",
     "resume_run": "agentflow.api_run",

@@ -261,6 +261,27 @@ def library_message(path: str | os.PathLike[str], compiled: CompiledFlow) -> str
     )
 
 
+def library_tests_note(path: str | os.PathLike[str]) -> str | None:
+    """``flowc test FILE`` of a `.flow` library (no stage) that holds no `test` block: a note
+    saying so and where its types are tested — by the tests of the flows near it that import
+    it (:func:`~agentflow.compiler.imports.importers_of`), else by `test` blocks written in it,
+    which run as any file's do (docs/reference/testing.md "Running").  None for any other
+    file (a flow, a library with tests, one that cannot be read or does not check)."""
+    p = Path(path)
+    try:
+        result = check_source(read_source(p), str(p))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    if not result.ok or result.stages or result.tests:
+        return None
+    users = importers_of(p)
+    if users:
+        then = f"the tests of the flows that import it use its types: `flowc test {_shown_path(users[0])}`"
+    else:
+        then = "a `test` block written in it runs as any file's does"
+    return f"note: {p} is a library (types only, no stage): {then}"
+
+
 def plan_text(target: str | os.PathLike[str] | Plan) -> tuple[str, str]:
     """``(plan YAML text, file name)`` of a `.flow` file (compiled), a plan file or a loaded plan:
     the input a durable run records, so editing the file never changes a run in flight."""

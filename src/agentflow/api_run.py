@@ -609,10 +609,13 @@ def shape_cache_note() -> str | None:
     return None
 
 
-def console_sink() -> ConsoleSink:
+def console_sink(file: str | None = None) -> ConsoleSink:
     """The terminal's progress view of a run on stderr (live on a TTY; one line an event
-    otherwise), in the `.flow`'s terms (docs/reference/events.md)."""
-    return ConsoleSink()
+    otherwise), in the `.flow`'s terms (docs/reference/events.md); each step's `.flow`
+    location is shown from the current directory, through the directory of the run's file
+    (``sub/x.flow:3:5``).  ``file``: the run's flow as it opens from here, when the run does
+    not say it (a resumed run: :func:`~agentflow.api_durable.recorded_run`'s ``plan_file``)."""
+    return ConsoleSink(file=file)
 
 
 def jsonl_sink(path: str | os.PathLike[str], *, append: bool = False) -> JsonlSink:

@@ -54,6 +54,8 @@ from agentflow.flowtest_network import CALLER, GUARD, network_guard
 from agentflow.grammar import ast
 from agentflow.ir.loader import load_plan_data
 from agentflow.ir.mismatch import mismatch_lines
+from agentflow.ir.schemas import whole_numbers
+from agentflow.ir.templates import compile_value
 from agentflow.runtime.agent import check_answer
 from agentflow.runtime.config import (
     Config,
@@ -63,7 +65,7 @@ from agentflow.runtime.config import (
     load_config,
 )
 from agentflow.runtime.events import CallbackSink
-from agentflow.runtime.expressions import evaluate, to_json_value
+from agentflow.runtime.expressions import evaluate, render_value, to_json_value
 from agentflow.runtime.extract import validate
 from agentflow.runtime.hooks import Hooks, SleepRequest
 from agentflow.runtime.models.base import ChatResponse
@@ -292,10 +294,10 @@ async def _run_file(
         return [TestOutcome(shown, "flowc compile", 0, False, [f"{where}: {e.message}"])]
     except CompileError as e:  # pragma: no cover - lower raises LoweringError only
         return [TestOutcome(shown, "flowc compile", 0, False, [str(e)])]
-    plan["finish"] = {
-        "mode": "output",
-        "output": {"output": plan["finish"]["output"], "stages": stages},
-    }
+    # the stages' values are read after the run (:func:`_stage_values`), not by the plan's
+    # finish: its output and `meta` stay the run's, so an error of the output points at the
+    # `.flow` as `flowc run`'s does, and a stage no run reads never fails a test
+    staged = compile_value(stages, file=shown, conditions=False)
     # tests of a flow that may write files share its directory: they run one at a time
     alone = asyncio.Lock() if _writes(plan) else None
     passed: dict[str, Any] = dict(record["passed"]) if record is not None else {}
@@ -306,7 +308,7 @@ async def _run_file(
                 await alone.acquire()
             try:
                 started = time.monotonic()
-                failures = await _run_one(file, shown, text, result, plan, test, case)
+                failures = await _run_one(file, shown, text, result, (plan, staged), test, case)
             finally:
                 if alone is not None:
                     alone.release()
@@ -517,7 +519,7 @@ async def _run_one(
     shown: str,
     text: str,
     result: Any,
-    plan: dict[str, Any],
+    plan: Any,
     test: Any,
     case: dict[str, Any],
 ) -> list[str]:
@@ -534,11 +536,13 @@ async def _run_prepared(
     shown: str,
     text: str,
     result: Any,
-    plan: dict[str, Any],
+    prepared: Any,
     test: Any,
     case: dict[str, Any],
 ) -> list[str]:
     import copy
+
+    plan, staged = prepared  # the compiled plan, its stages' value templates (compiled)
 
     failures: list[str] = []
     problems: list[str] = []  # stubs run out, requests that tried to leave the process
@@ -657,9 +661,11 @@ async def _run_prepared(
         failures.extend(unused)
 
     scope: dict[str, Any] = {**case, "input": inp}
-    if outcome.ok and isinstance(outcome.output, dict):
-        scope["output"] = outcome.output.get("output")
-        scope.update(outcome.output.get("stages") or {})
+    stage_errors: dict[str, str] = {}
+    if outcome.ok:
+        scope["output"] = outcome.output
+        ran = {"input": whole_numbers(loaded.input_schema, inp), **outcome.results}
+        scope.update(_stage_values(shown, staged, ran, result, stage_errors))
     scope["inferences"] = int(outcome.usage.get("inferences", 0))
     scope["sleeps"] = sleeps
     scope["calls"] = {
@@ -668,7 +674,9 @@ async def _run_prepared(
     error: ErrorInfo | dict[str, Any] = outcome.error or {}
     expected_fail = [e for e in test.expects if e.fail_code is not None]
     if not outcome.ok and not expected_fail:
-        where = error.get("source") or shown
+        where = str(error.get("source") or shown)
+        if where.startswith(f"{file.name}:"):  # the plan's `file:line:col`, as the test names it
+            where = shown + where[len(file.name) :]
         failures.append(
             f"{_where(shown, test.name_span)}: the run failed with {error.get('code')}: "
             f"{error.get('message')} (at {where})"
@@ -690,8 +698,31 @@ async def _run_prepared(
                     f"{exp.fail_code}, it failed with {error.get('code')}: {error.get('message')}"
                 )
             continue
-        failures.extend(_check_expect(shown, exp, scope, outcome.ok, text, result))
+        failures.extend(_check_expect(shown, exp, scope, outcome.ok, text, result, stage_errors))
     return failures
+
+
+def _stage_values(
+    shown: str, staged: dict[str, Any], ran: dict[str, Any], result: Any, errors: dict[str, str]
+) -> dict[str, Any]:
+    """Each stage's value (``{name: value}``), rendered from its template over ``ran`` (the
+    run's input and its top-level steps' results).  A stage whose value cannot be computed (a
+    pure stage no step reads, whose expression fails: the run never computed it either) has
+    none; ``errors[name]`` says why, at the stage's value in the `.flow`."""
+    decls = {s.name.name: s for s in result.stages}
+    values = {}
+    for name, template in staged.items():
+        try:
+            values[name] = render_value(template, ran)
+        except RunError as e:
+            decl = decls.get(name)
+            last = decl.body.stmts[-1] if decl is not None and decl.body.stmts else None
+            span = (
+                last.value.span if isinstance(last, ast.ReturnStmt) else getattr(decl, "span", None)
+            )
+            where = f" (at {_where(shown, span)})" if span is not None else ""
+            errors[name] = f"the stage `{name}` failed with {e.code}: {e.message}{where}"
+    return values
 
 
 #: the comparisons an expectation's failure explains operand by operand
@@ -699,7 +730,13 @@ _EXPLAINED = ("==", "!=", "<", "<=", ">", ">=", "in")
 
 
 def _check_expect(
-    shown: str, exp: Any, scope: dict[str, Any], ran: bool, text: str, result: Any
+    shown: str,
+    exp: Any,
+    scope: dict[str, Any],
+    ran: bool,
+    text: str,
+    result: Any,
+    stage_errors: dict[str, str] | None = None,
 ) -> list[str]:
     source = text[exp.cond.span.start : exp.cond.span.end]
     head = f"{_where(shown, exp.span)}: expect {source}"
@@ -711,6 +748,14 @@ def _check_expect(
         why = e.message
         if not ran:
             why += " (the run failed: `output` and the stages have no value)"
+        errors = stage_errors or {}
+        failed = [
+            errors[n.name]
+            for n in ast.walk(exp.cond)
+            if isinstance(n, ast.Name) and n.name in errors
+        ]
+        if failed:
+            why = failed[0]
         return [f"{head}\n    could not be evaluated: {why}"]
     if value is True:
         return []

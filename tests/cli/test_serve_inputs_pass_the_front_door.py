@@ -25,6 +25,11 @@ GT = 'flow gt "g"\ninput { x: number }\nstage s -> bool { return input.x > 5 }\n
 RANGE = "is outside the range of an int (-9223372036854775808 to 9223372036854775807)"
 
 
+def _as(f: str) -> str:
+    """The hint of a whole number past 64 bits: the float a `number` takes instead."""
+    return f"; for a `number`, write it as a float: `{f}` (about 16 significant digits)"
+
+
 def test_serve_refuses_nan_infinity_and_ints_past_64_bits_as_input_does(tmp_path: Path) -> None:
     (tmp_path / "big.flow").write_text(BIG)
     (tmp_path / "gt.flow").write_text(GT)
@@ -42,8 +47,12 @@ def test_serve_refuses_nan_infinity_and_ints_past_64_bits_as_input_does(tmp_path
         assert next_reply(proc)["id"] == 1
         proc.stdin.write('{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
         calls = [
-            ("big", '{"n":1000000000000000000000000000000}', f"(31 digits) {RANGE}"),
-            ("big", '{"n":9223372036854775808}', f"`9223372036854775808` (19 digits) {RANGE}"),
+            ("big", '{"n":1000000000000000000000000000000}', f"(31 digits) {RANGE}{_as('1e+30')}"),
+            (
+                "big",
+                '{"n":9223372036854775808}',
+                f"`9223372036854775808` (19 digits) {RANGE}{_as('9.223372036854776e+18')}",
+            ),
             ("gt", '{"x":NaN}', "input.x: `NaN` is not a JSON number"),
             ("gt", '{"x":Infinity}', "input.x: `Infinity` is not a JSON number"),
             ("gt", '{"x":-Infinity}', "input.x: `-Infinity` is not a JSON number"),
@@ -82,7 +91,7 @@ def test_an_answer_sent_as_data_is_held_to_the_same_numbers() -> None:
     schema = {"type": "number"}
     assert check_answer(float("inf"), schema, None) == "answer: `Infinity` is not a JSON number"
     assert check_answer({"n": 2**64}, None, None) == (
-        f"answer.n: `18446744073709551616` (20 digits) {RANGE}"
+        f"answer.n: `18446744073709551616` (20 digits) {RANGE}{_as('1.8446744073709552e+19')}"
     )
     assert check_answer(1.5, schema, None) is None
 

@@ -113,7 +113,9 @@ def test_a_stub_in_a_tagged_union_is_held_to_the_member_its_tag_picks(tmp_path):
     assert "t.flow:2:22: the constraint is declared here" in out
     # untagged: {x: 3} fits neither A (0..1) nor B (5..6)
     assert "t.flow:22:61: error[stub-mismatch]" in out
-    assert "`x` is 3, outside `@range(0, 1)`, and the value fits no other member of `A | B`" in out
+    # the closest member's problem, and why each other member does not take it either
+    assert "as `A` (the closest member of `A | B`), `x` is 3, outside `@range(0, 1)`" in out
+    assert "t.flow:22:61: as `B`: `x` is 3, outside `@range(5, 6)`" in out
     assert out.count("error[stub-mismatch]") == 2
     fine = TAGGED + tests.replace('"b", x: 1', '"b", x: 6').replace("x: 3 }", "x: 0 }")
     result = _invoke(tmp_path, fine, "check")

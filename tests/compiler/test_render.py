@@ -28,6 +28,7 @@ TEXT_SOURCES = [
     "no_overlap.flow",
     "settings.flow",
     "stub_contracts.flow",
+    "stub_union_members.flow",
     "first_hour.flow",
 ]
 

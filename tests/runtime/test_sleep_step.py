@@ -55,7 +55,7 @@ def test_the_console_line_says_sleeping_until_the_wake_up_time(tmp_path):
     assert result.status == "ok", result.error
     lines = [line for line in out.getvalue().splitlines() if line.startswith("▶ s › sleep")]
     assert len(lines) == 2, out.getvalue()
-    assert lines[0].startswith("▶ s › sleep  poll.flow:3:3 · sleeping until ")
+    assert lines[0].startswith(f"▶ s › sleep  {flow}:3:3 · sleeping until ")
     assert lines[0].endswith(" (200ms)")
     clock = lines[0].split("sleeping until ")[1].split(" ")[0]
     assert len(clock) == 8 and clock.count(":") == 2  # HH:MM:SS today

@@ -99,7 +99,7 @@ def _durable_call(coro_fn: Any) -> Any:
         api.shutdown_durable()
 
 
-def _finish(result: Any, as_json: bool) -> None:
+def _finish(result: Any, as_json: bool, target: str = "") -> None:
     """Print a resumed or redriven run's result (``--json``: the whole result, else the output;
     a durable question's answer as text, as ``flowc ask`` prints it) and exit 1 with its error when it did not end ``ok`` / ``exited``."""
     if as_json:
@@ -110,7 +110,8 @@ def _finish(result: Any, as_json: bool) -> None:
         click.echo(_json_out(result.output))
     if result.status not in ("ok", "exited"):
         _show_run_error(
-            result.error or ErrorInfo(Code.FAILED, f"the run ended with status {result.status}"), ""
+            result.error or ErrorInfo(Code.FAILED, f"the run ended with status {result.status}"),
+            target,  # the run's flow as found from here: the error's line under it
         )
         sys.exit(1)
 
@@ -157,7 +158,7 @@ def resume(
                 shown.add(q.path)
                 _show_question(run_id, q.path, q.question, q.choices, q.label, known.items())
 
-    before, ended = _run_before(place.url, run_id)
+    before, ended, file = _run_before(place.url, run_id, place.started_in)
     why = str((before.error or {}).get("message") or "") if before is not None else ""
     # a durable question a Ctrl-C ended goes on from its record (DBOS); the earlier
     # interruption is one line, not its error as if this resume's
@@ -169,7 +170,8 @@ def resume(
         _err(f"note: question {run_id} had ended aborted ({why}); nothing was resumed")
     progress: list[Any] = [api.ask_progress_sink(_ask_progress)] if before is not None else []
     # a durable question prints what `flowc ask` prints; a plan's run its live view
-    sinks: list[Any] = [*progress] or [api.console_sink()]
+    console = api.console_sink(file)  # its step locations shown from here
+    sinks: list[Any] = [*progress] or [console]
     sinks.append(_question_notice([run_id], shown, known))
     # on the loop `flowc run` runs on: a first Ctrl-C / SIGTERM stops the resumed run as it
     # stops a run (`run aborted`, the trace closed, the run recorded aborted), then says so
@@ -193,7 +195,7 @@ def resume(
                 f"run whose process stopped — `flowc redrive {shlex.quote(run_id)}` runs it "
                 "again, reusing the steps that finished"
             )
-        _finish(result, as_json)
+        _finish(result, as_json, file or "")
         return
     asked = api.durable_ask_result(result)
     if before.status == "aborted" and not reopened and not as_json:
@@ -212,23 +214,28 @@ def _by_signal(info: Any) -> bool:
 ENDED = ("ok", "exited", "error", "aborted", "cancelled")
 
 
-def _run_before(url: str, run_id: str) -> tuple[Any, str | None]:
+def _run_before(
+    url: str, run_id: str, started_in: str | None = None
+) -> tuple[Any, str | None, str | None]:
     """What ``flowc resume`` needs to know of durable run RUN before it takes it up: its
     RunInfo when it is a durable question (``flowc ask --durable``), else None (a plan's run);
-    and the status it had ended with (:data:`ENDED`), else None (an unfinished or unknown
-    run, which the resume itself reports)."""
+    the status it had ended with (:data:`ENDED`), else None (an unfinished or unknown run,
+    which the resume itself reports); and its flow file as it opens from here (it may have
+    been started in the directory ``started_in``: docs/durable.md), else None."""
     import asyncio
 
-    async def look() -> tuple[Any, str | None]:
+    async def look() -> tuple[Any, str | None, str | None]:
         info = await api.show_durable_run(url, run_id, limit=0)
         ended = info.status if info.status in ENDED else None
-        spec = await api.recorded_run(url, run_id)
-        return (info if isinstance(spec, dict) and "ask" in spec else None), ended
+        spec = await api.recorded_run(url, run_id, started_in=started_in)
+        file = spec.get("plan_file") if isinstance(spec, dict) else None
+        shown = file if isinstance(file, str) and not file.startswith("<") else None
+        return (info if isinstance(spec, dict) and "ask" in spec else None), ended, shown
 
     try:
         return asyncio.run(look())
     except FlowError:
-        return None, None
+        return None, None, None
     finally:
         api.shutdown_durable()
 
@@ -684,7 +691,7 @@ def redrive(
         as_json,
         plan,
     )
-    _finish(result, as_json)
+    _finish(result, as_json, spec.get("plan_file") or "")
 
 
 def _stoppable(call: Any, as_json: bool, plan: Any = None) -> Any:

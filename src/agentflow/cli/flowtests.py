@@ -96,6 +96,10 @@ def test_cmd(
             _out(f"no test matches -k {pattern!r} in {len(files)} .flow file(s)")
         else:
             _out(f"no test blocks in {len(files)} .flow file(s)")
+            for given in [p for p in paths if p.endswith(".flow") and Path(p).is_file()]:
+                note = api.library_tests_note(given)  # a library: where its types are tested
+                if note is not None:
+                    _out(note)
         sys.exit(NO_TESTS)
     summary = report.summary()
     _out(Styled(click.style(visible(summary), fg="green" if report.ok else "red")))

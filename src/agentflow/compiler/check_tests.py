@@ -25,6 +25,7 @@ from typing import Any
 
 from agentflow.compiler.check_errors import agent_error_codes
 from agentflow.compiler.check_expressions import literal_const
+from agentflow.compiler.check_types import object_tags
 from agentflow.compiler.checker_shared import CheckerShared, Var
 from agentflow.compiler.symbols import Symbol
 from agentflow.compiler.types import (
@@ -272,17 +273,29 @@ def _union_broken(
     them takes it with every constraint holding, none; else the problems of the first (a
     tagged union has one such member, picked by its tag: the value fits no member)."""
     candidates = [m for m in union.members if _could_be(checker, value, m)]
-    first: list[tuple[Span, str, Span | None]] | None = None
-    for member in candidates:
+    ranked = []
+    for i, member in enumerate(candidates):
         problems = list(_broken_constraints(checker, value, member))
         if not problems:
             return
-        first = problems if first is None else first
-    if first and len(candidates) > 1:
-        span, message, field_span = first[0]
-        message += f", and the value fits no other member of `{type_str(union)}`"
-        first[0] = (span, message, field_span)
-    yield from first or []
+        t = checker.env.resolve(strip_optional(member, checker.env))
+        written = (
+            {e.key: e.value for e in value.entries} if isinstance(value, ast.ObjectLit) else {}
+        )
+        tags = object_tags(checker.env, written, t)[0] if isinstance(t, ObjectType) else []
+        ranked.append(((-len(tags), len(problems), i), member, problems))
+    if len(ranked) < 2:
+        yield from ranked[0][2] if ranked else []
+        return
+    ranked.sort(key=lambda r: r[0])  # the closest first: by its tags, then fewest problems
+    (_, member, first), others = ranked[0], ranked[1:]
+    name = type_str(union)
+    span, message, field_span = first[0]
+    yield span, f"as `{type_str(member)}` (the closest member of `{name}`), {message}", field_span
+    yield from first[1:]
+    for _, other, problems in others:  # the value fits no other member either: why, briefly
+        span, message, field_span = problems[0]
+        yield span, f"as `{type_str(other)}`: {message}", field_span
 
 
 def _could_be(checker: CheckerShared, value: ast.Expr, member: Type) -> bool:

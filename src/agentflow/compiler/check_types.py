@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from agentflow.compiler import check_errors
@@ -198,6 +198,9 @@ class TypeChecks(CheckerShared):
                             reported = True
                 if reported:
                     return
+        if isinstance(expr, ast.ObjectLit) and isinstance(want_r, UnionType):
+            if self._union_mismatch(expr, got, want_r):
+                return
         if isinstance(expr, ast.ListLit) and isinstance(want_r, ListType):
             done = False
             for item in expr.items:
@@ -251,6 +254,94 @@ class TypeChecks(CheckerShared):
             or self._mismatch_hint(got, want)
             or _int_hint(expr, got, want, self.env),
         )
+
+    def _union_mismatch(self, expr: ast.ObjectLit, got: Type, union: UnionType) -> bool:
+        """Report why the object literal ``expr`` fits no member of ``union`` (False: it has
+        no object member, the plain mismatch says it): the problems of the closest member —
+        the one its tags pick (a literal-typed field it writes, ``kind: "b"``; the others are
+        not candidates, as TypeScript reads a discriminated union), else the one with the
+        fewest problems (then most keys in common) — the first named ``as `A` (…)``, and each
+        other candidate's first problem as a note (docs/reference/types.md "Unions")."""
+        depth, budget = getattr(self, "_union_reads", (0, _UNION_READS))
+        if depth == 0:
+            budget = _UNION_READS  # a new literal: its own budget
+        if budget <= 0:  # the members of many nested unions read already: the plain message
+            return False
+        written = {entry.key: entry.value for entry in expr.entries}
+        candidates, tagged = [], []
+        for member in union.members:
+            t = self.env.resolve(member)
+            if not isinstance(t, ObjectType):
+                continue
+            tags, contradicted = object_tags(self.env, written, t)
+            if contradicted:
+                tagged.append(t)
+            else:
+                candidates.append((member, t, tags))
+        most = max((len(tags) for _, _, tags in candidates), default=0)
+        ranked = []
+        try:
+            for i, (member, t, tags) in enumerate(candidates):
+                if len(tags) < most:  # a member its tags pick is the one to read
+                    continue
+                budget = getattr(self, "_union_reads", (0, budget))[1] - 1
+                setattr(self, "_union_reads", (depth + 1, budget))  # noqa: B010 - the mixin's
+                mark = len(self.diags)
+                self.mismatch(expr, got, member)
+                problems = self.diags[mark:]
+                del self.diags[mark:]
+                shared = sum(key in t.fields for key in written)
+                ranked.append(((len(problems), -shared, i), member, tags, problems))
+        finally:
+            left = getattr(self, "_union_reads", (0, budget))[1]
+            setattr(self, "_union_reads", (depth, left))  # noqa: B010
+        name = type_str(union)
+        if not ranked:
+            if not tagged:
+                return False
+            self._no_member_tagged(expr, written, tagged, name)
+            return True
+        ranked.sort(key=lambda r: r[0])
+        _, member, tags, problems = ranked[0]
+        if not problems:  # pragma: no cover - a member that takes it: the union does
+            return False
+        how = f"the member of `{name}` its `{'`, `'.join(tags)}` picks"
+        others = [] if tags else [(m, p) for _, m, _, p in ranked[1:] if p]
+        if not tags:
+            how = f"the closest member of `{name}`"
+        first = problems[0]
+        notes = list(first.notes) + [
+            Note(f"as `{type_str(m)}`: {p[0].message}", p[0].span) for m, p in others[:4]
+        ]
+        message = f"as `{type_str(member)}` ({how}), {first.message}"
+        if first.message.startswith("as `"):  # an inner union said it, where the problem is
+            message = first.message
+        self.diags.append(replace(first, message=message, notes=notes))
+        self.diags.extend(problems[1:])
+        return True
+
+    def _no_member_tagged(
+        self,
+        expr: ast.ObjectLit,
+        written: dict[str, ast.Expr],
+        members: list[ObjectType],
+        name: str,
+    ) -> None:
+        """Report an object literal whose tag no member of the union ``name`` has."""
+        for key, value in written.items():
+            tags = [
+                m.fields[key].type
+                for m in members
+                if key in m.fields and isinstance(self.env.resolve(m.fields[key].type), LiteralType)
+            ]
+            if tags:
+                known = ", ".join(sorted({type_str(t) for t in tags}))
+                self.report(
+                    D.TYPE_MISMATCH,
+                    f"no member of `{name}` has this `{key}`: expected one of {known}",
+                    value.span,
+                )
+                return
 
     def _unwidened(self, e: ast.Expr) -> Type | None:
         """The type of checked ``e`` before a join widened it: an ``if … then … else`` is the
@@ -669,6 +760,29 @@ class TypeChecks(CheckerShared):
                 "server__tool_name(…)` (`flowc tools --extern` prints it)",
             )
         return ToolSig(item.name.name, params, returns, True, False, item, catalog=item.catalog)
+
+
+#: how many union members a mismatch reads inside one object literal (then: the plain
+#: message), so a deep literal of a recursive union type is bounded work, never exponential
+_UNION_READS = 32
+
+
+def object_tags(
+    env: TypeEnv, written: dict[str, ast.Expr], t: ObjectType
+) -> tuple[list[str], bool]:
+    """The tags of the object type ``t`` (its literal-typed fields) that an object literal's
+    entries ``written`` hold, and whether it writes another constant in one of them (it cannot
+    be a ``t``)."""
+    held, contradicted = [], False
+    for key, f in t.fields.items():
+        tag = env.resolve(f.type)
+        is_const, v = literal_const(written.get(key))
+        if isinstance(tag, LiteralType) and key in written and is_const:
+            if v == tag.value and isinstance(v, bool) == isinstance(tag.value, bool):
+                held.append(key)
+            else:
+                contradicted = True
+    return held, contradicted
 
 
 def _int_hint(expr: ast.Expr, got: Type, want: Type, env: TypeEnv) -> str | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import json
+import os
 import sys
 import threading
 import time
@@ -315,9 +316,18 @@ class ConsoleSink:
     """
 
     def __init__(
-        self, stream: IO[str] | None = None, *, force_plain: bool = False, force_live: bool = False
+        self,
+        stream: IO[str] | None = None,
+        *,
+        force_plain: bool = False,
+        force_live: bool = False,
+        file: str | None = None,
     ):
         self.stream = stream if stream is not None else sys.stderr
+        #: the run's flow file as it opens from the current directory: ``file`` (a resumed
+        #: run's, found from here: its ``run_started`` is not sent again, or names the file
+        #: as recorded where it was started), else its ``run_started``'s
+        self.shown_file = file or ""
         is_tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.plain = force_plain or not (is_tty or force_live)
         self._live = None
@@ -330,6 +340,10 @@ class ConsoleSink:
         self._partials: dict[str, str] = {}
         #: the warnings already shown (a warning repeated word for word is shown once)
         self._warned: set[str] = set()
+        #: the directory of the run's flow as given from here (:attr:`shown_file`), and each
+        #: step file placed through it (:meth:`_here`)
+        self._origin = os.path.dirname(self.shown_file)
+        self._placed: dict[str, str] = {}
         #: guards the state above and orders the lines. The one lock order is this lock, then
         #: rich's (``Live``'s, the console's): rich's callbacks (``_render``, run by the refresh
         #: thread under ``Live``'s lock) never take it — they read ``_view``, a snapshot
@@ -455,13 +469,35 @@ class ConsoleSink:
             dict(self._partials),
         )
 
+    def _here(self, source: Any) -> Any:
+        """A step's ``file:line:col`` (relative to the directory of the run's flow, as the
+        compiler writes it) as a place that opens from the current directory: the run's
+        ``file`` was given from here (``flowc run sub/x.flow``; a redriven or resumed run's flow
+        as found from here, docs/durable.md), so a file beside it is read through that
+        directory (``sub/x.flow:3:5``); any other place is shown as written."""
+        if not self._origin or not isinstance(source, str) or not source:
+            return source
+        file, sep, rest = source.partition(":")
+        if not sep or os.path.isabs(file) or file.startswith("<"):
+            return source
+        found = self._placed.get(file)
+        if found is None:
+            candidate = os.path.normpath(os.path.join(self._origin, file))
+            found = candidate if os.path.isfile(candidate) else file
+            self._placed[file] = found
+        return f"{found}:{rest}"
+
     def _handle(self, event: Event) -> None:
         kind, path, data = event.kind, event.path, event.data
         if kind == "run_started":
             if self._live is not None and not event.stack[1:]:
                 self._live.start()
                 self._live_started = True
-            self._print(f"run {data.get('plan', '')}{_at(data.get('file'))}")
+            file = data.get("file")
+            if not event.stack[1:] and isinstance(file, str) and not file.startswith("<"):
+                file = self.shown_file = self.shown_file or file
+                self._origin = os.path.dirname(file)  # the step locations are read from there
+            self._print(f"run {data.get('plan', '')}{_at(file)}")
         elif kind == "step_started":
             label = data.get("label")
             fold = bool(data.get("fold")) and label is not None
@@ -471,7 +507,7 @@ class ConsoleSink:
                 self._maps[path] = [0, len(over) if isinstance(over, list) else 0]
             if fold:
                 return
-            source = data.get("source")
+            source = self._here(data.get("source"))
             wakes = _sleeping(data.get("input")) if tool == "sleep" else ""
             if label is not None:
                 what = str(label)
@@ -532,7 +568,7 @@ class ConsoleSink:
                 # where it failed, as the final error says it: an inlined `let`'s expression
                 # (`s › m  x.flow:3:11`) rather than the statement that read it
                 label, source = err.get("label") or label, err["source"]
-            head = f"{_short(label, 200)}{_at(source)}  {secs:.2f}s"
+            head = f"{_short(label, 200)}{_at(self._here(source))}  {secs:.2f}s"
             note = self._notes.pop(path, None)
             if note is not None and not err:
                 head += f" · {note}"
@@ -634,9 +670,13 @@ def _sleeping(inp: Any) -> str:
     return f" · sleeping until {time.strftime(shown, wakes)} ({inp.get('for')})"
 
 
+#: a place is shown whole up to this many characters (a cut path opens nothing)
+_PLACE_LIMIT = 1000
+
+
 def _at(source: Any) -> str:
     """``  file.flow:line:col`` for a step's `.flow` position, else ``""``."""
-    return f"  {_short(source)}" if source else ""
+    return f"  {_short(source, _PLACE_LIMIT)}" if source else ""
 
 
 def _spent(usage: dict[str, Any]) -> str:

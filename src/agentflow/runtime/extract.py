@@ -123,9 +123,23 @@ def _bounded_int(text: str) -> int:
     if not MIN_INT <= value <= MAX_INT:
         raise NonJsonNumber(
             f"`{text if len(text) <= 24 else text[:20] + '…'}` ({len(text.lstrip('-'))} digits) "
-            f"is outside the range of an int ({MIN_INT} to {MAX_INT})"
+            f"is outside the range of an int ({MIN_INT} to {MAX_INT}){_as_float_hint(text)}"
         )
     return value
+
+
+def _as_float_hint(text: str) -> str:
+    """What to write instead of the whole number ``text`` past 64 bits where a `number` is
+    meant: the float that holds it (``; for a `number`, write it as a float: `1e+20` ``), or
+    that no number holds it (over ~1.8e308). docs/reference/cli.md "Input"."""
+    digits = text.lstrip("-")
+    if len(digits) > 309:  # past the largest float whatever the digits (`int()` is not needed)
+        return "; it is too large for a `number` too"
+    try:
+        as_float = float(int(text))
+    except OverflowError:
+        return "; it is too large for a `number` too"
+    return f"; for a `number`, write it as a float: `{as_float!r}` (about 16 significant digits)"
 
 
 def json_number_problem(value: Any, where: str = "input") -> str | None:
@@ -149,7 +163,10 @@ def json_number_problem(value: Any, where: str = "input") -> str | None:
             except NonJsonNumber as e:
                 return f"{at}: {e}"
             except ValueError:  # more digits than Python prints (sys.set_int_max_str_digits)
-                return f"{at}: a whole number of over 4,300 digits is outside the range of an int"
+                return (
+                    f"{at}: a whole number of over 4,300 digits is outside the range of an int"
+                    "; it is too large for a `number` too"
+                )
         elif isinstance(cur, dict):
             todo.extend((v, f"{at}.{k}") for k, v in reversed(list(cur.items())))
         elif isinstance(cur, list | tuple):
