@@ -298,3 +298,28 @@ def test_runs_and_runs_show_of_a_durable_run_load_no_executor_models_tools_or_te
     loaded, out = _runtime_modules(tmp_path, "runs")
     assert "m1" in out
     assert loaded == []
+
+
+def test_answer_and_cancel_on_a_database_load_no_parser(tmp_path):
+    # they launch the durable engine on the database and read no plan: neither the `.flow`
+    # front end nor the expression parser (lark) comes along (docs/decisions.md "Start-up of
+    # answer and cancel")
+    import sqlite3
+
+    (tmp_path / ".flowc").mkdir()
+    sqlite3.connect(tmp_path / ".flowc" / "durable.sqlite").close()
+    code = (
+        "import sys, runpy\n"
+        "for argv in (['cancel', 'nope'], ['answer', 'nope', 'n', '3']):\n"
+        "    sys.argv = ['flowc', *argv]\n"
+        "    try:\n        runpy.run_module('agentflow', run_name='__main__')\n"
+        "    except SystemExit:\n        pass\n"
+        "tops = {m.split('.')[0] for m in sys.modules}\n"
+        "ours = [m for m in sys.modules if m.startswith(('agentflow.grammar', 'agentflow.ir.lo'))]\n"
+        "print('MODULES', 'dbos' in tops, 'lark' in tops, ours)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert "no durable run 'nope'" in proc.stderr
+    assert "MODULES True False []" in proc.stdout, proc.stdout + proc.stderr

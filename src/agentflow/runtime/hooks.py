@@ -29,7 +29,6 @@ from agentflow.core.text import choices_text, value_text, visible
 from agentflow.core.vocabulary import Code
 from agentflow.errors import InputError, RunAborted, RunError
 from agentflow.ir.schemas import validation_errors
-from agentflow.runtime.expressions import _kind
 from agentflow.runtime.extract import NonJsonNumber, json_number_problem, loads_value
 from agentflow.runtime.tools.catalog import run_in_daemon_thread
 
@@ -385,10 +384,14 @@ def check_answer(answer: Any, schema: Any, choices: Any) -> str | None:
     if number is not None:
         return number
     if choices is not None and not isinstance(choices, list | tuple):
+        from agentflow.runtime.expressions import _kind  # lazy: the parser comes with it
+
         return f"`choices` must be a list, got {_kind(choices)}"
     if choices and answer not in choices:
         return f"{value_text(answer)} is not one of {choices_text(choices)}"
     if schema is not None and not isinstance(schema, dict):
+        from agentflow.runtime.expressions import _kind
+
         return f"`schema` must be a JSON Schema object, got {_kind(schema)}"
     if schema:
         import jsonschema  # lazy: a plain run never loads jsonschema
