@@ -11,7 +11,8 @@ from urllib.parse import urlsplit
 
 from typing_extensions import TypeVar
 
-from agentflow.errors import ErrorInfo
+from agentflow.core.vocabulary import ERROR_CODES
+from agentflow.errors import ErrorInfo, ExitError, RunError
 from agentflow.runtime.expressions import to_json_value
 from agentflow.runtime.models.base import add_usage, token_count
 
@@ -116,9 +117,6 @@ class RunResult(Generic[OutputT]):
         end ok) — else raises the run's error as a :class:`~agentflow.errors.RunError`
         (``code``, ``message``, ``step_path``, ``source``; an ``exit``'s own code as an
         :class:`~agentflow.errors.ExitError`) (docs/reference/python-api.md "RunResult")."""
-        from agentflow.core.vocabulary import ERROR_CODES
-        from agentflow.errors import ExitError, RunError
-
         if self.ok:
             return cast("OutputT", self.output)
         err = self.error
