@@ -234,7 +234,8 @@ async def run(
       ``bool``), then checked against the question's type and choices when it is asked (a
       refused one fails the step with ``output_validation``); the other asks go to ``hooks``'
       interlocutor.  A NAME no ``ask`` of the plan has raises :class:`InputError` before the
-      run (docs/reference/cli.md "flowc run --answer").
+      run, and so does ``answers`` with ``durable`` (a durable run's questions wait for
+      :func:`answer_run`) (docs/reference/cli.md "flowc run --answer").
 
     The run itself is :func:`agentflow.runtime.executor.run_plan` with a
     :class:`~agentflow.runtime.context.RunContext` built from these.
@@ -268,6 +269,11 @@ async def run(
         # (with --reuse and no input, the reused run's input is checked when it is read)
         if input is not None or reuse is None:
             validate_input(plan, {} if input is None else input)
+        if answers and (durable or run_id is not None or reuse is not None):
+            raise InputError(
+                "answers given before the run are for a plain run: a durable run's questions "
+                "wait for `flowc answer RUN NAME VALUE` (agentflow.answer_run), from any process"
+            )
         if answers:  # before the run: a NAME no ask has is a mistake, not a silent default
             _check_answer_names(plan, answers)
             hooks = hooks or Hooks()

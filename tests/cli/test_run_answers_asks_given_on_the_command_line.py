@@ -43,3 +43,10 @@ def test_an_answer_option_without_a_name_and_value_is_a_usage_error(tmp_path, mo
     bad = _run(tmp_path, monkeypatch, "--answer", "ok")
     assert bad.exit_code == 2
     assert "'ok': give NAME=VALUE" in bad.stderr
+
+
+def test_answer_with_a_durable_run_is_refused_before_it_starts(tmp_path, monkeypatch):
+    durable = _run(tmp_path, monkeypatch, "--durable", "--answer", "ok=yes")
+    assert durable.exit_code == 1
+    assert "a durable run's questions wait for `flowc answer RUN NAME VALUE`" in durable.stderr
+    assert not (tmp_path / ".flowc").exists()
