@@ -34,6 +34,30 @@ def pytest_configure(config):
     takes Python's default back: each test then runs as it does in a serial run."""
     if os.environ.get("PYTEST_XDIST_WORKER") and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    _suite_state_dirs()
+
+
+#: The per-user directories of the package the suite points at a temporary directory of its own
+#: (``_suite_state_dirs``); the function-scoped fixtures below give each test its own as well.
+SUITE_DIRS = ("XDG_STATE_HOME", "AGENTFLOW_CACHE_DIR")
+
+
+def _suite_state_dirs() -> None:
+    """Point the package's per-user locations (``$XDG_STATE_HOME``: the index of durable runs
+    and MCP OAuth tokens; ``$AGENTFLOW_CACHE_DIR``: the shape cache) at a temporary directory of
+    this process for the whole session, before anything is collected: the autouse fixtures below
+    are function-scoped, so a module- or session-scoped fixture (which pytest sets up before
+    them) or a subprocess it starts would otherwise write into the real user's
+    ~/.local/state/agentflow (a user's ``flowc runs`` then listed the suite's runs).
+    tests/test_the_suite_never_writes_the_users_state.py checks it."""
+    import atexit
+    import shutil
+    import tempfile
+
+    root = tempfile.mkdtemp(prefix="agentflow-suite-")
+    atexit.register(shutil.rmtree, root, True)
+    for name in SUITE_DIRS:
+        os.environ[name] = os.path.join(root, name.lower())
 
 
 def pytest_addoption(parser):
@@ -64,6 +88,18 @@ def _state_dir(tmp_path_factory, monkeypatch):
     """Every test gets its own state directory (``$XDG_STATE_HOME``: the index of durable runs,
     MCP OAuth tokens), never the user's ~/.local/state."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("agentflow-state")))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _the_users_state_stays_untouched(tmp_path_factory):
+    """After the session: no line of the real user's run index names this session's temporary
+    directory (a test, a fixture of any scope or a subprocess wrote the user's state)."""
+    from support.user_state import lines_naming
+
+    base = str(tmp_path_factory.getbasetemp())
+    yield
+    if found := lines_naming(base):
+        pytest.fail(f"the suite wrote the user's run index ({found[0]}): {len(found)} line(s)")
 
 
 @pytest.fixture(autouse=True)

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -42,7 +43,7 @@ from agentflow.runtime.context import RunContext
 from agentflow.runtime.events import CallbackSink, ConsoleSink, Event, JsonlSink, Sink
 from agentflow.runtime.executor import run_plan, validate_input
 from agentflow.runtime.extract import NonJsonNumber, loads_value
-from agentflow.runtime.hooks import Hooks, default_interlocutor
+from agentflow.runtime.hooks import Hooks, answering, default_interlocutor
 from agentflow.runtime.models.cassette import ReplayRouter, recording_router
 from agentflow.runtime.models.router import ModelRouter, test_router
 from agentflow.runtime.models.test_model import parse_model_option
@@ -185,6 +186,7 @@ async def run(
     database: str | None = None,
     fleet: bool = False,
     on_start: Callable[[str], Any] | None = None,
+    answers: Mapping[str, Any] | None = None,
 ) -> RunResult:
     """Run a `.flow` file, a plan file or a loaded :class:`Plan` and return its ``RunResult``.
 
@@ -225,6 +227,15 @@ async def run(
       ``input`` None the input is the reused run's (docs/durable.md "Reuse"); ``fleet``:
       spread concurrent units and rate-limited model calls over the ``flowc worker``
       processes on the same database.
+    - ``answers``: ``{NAME: VALUE}``, the answers of the ``ask`` steps NAME names — the
+      ``let`` an answer is bound to, its stage or its step path, as ``flowc answer`` takes
+      them — given before the run (``flowc run --answer NAME=VALUE``): a text VALUE is parsed
+      as ``flowc answer`` parses it (JSON unless the question wants text; ``yes``/``no`` for a
+      ``bool``), then checked against the question's type and choices when it is asked (a
+      refused one fails the step with ``output_validation``); the other asks go to ``hooks``'
+      interlocutor.  A NAME no ``ask`` of the plan has raises :class:`InputError` before the
+      run, and so does ``answers`` with ``durable`` (a durable run's questions wait for
+      :func:`answer_run`) (docs/reference/cli.md "flowc run --answer").
 
     The run itself is :func:`agentflow.runtime.executor.run_plan` with a
     :class:`~agentflow.runtime.context.RunContext` built from these.
@@ -258,6 +269,15 @@ async def run(
         # (with --reuse and no input, the reused run's input is checked when it is read)
         if input is not None or reuse is None:
             validate_input(plan, {} if input is None else input)
+        if answers and (durable or run_id is not None or reuse is not None):
+            raise InputError(
+                "answers given before the run are for a plain run: a durable run's questions "
+                "wait for `flowc answer RUN NAME VALUE` (agentflow.answer_run), from any process"
+            )
+        if answers:  # before the run: a NAME no ask has is a mistake, not a silent default
+            _check_answer_names(plan, answers)
+            hooks = hooks or Hooks()
+            hooks = dataclasses.replace(hooks, interlocutor=answering(answers, hooks.interlocutor))
         # tool names and patterns, then literal arguments, before the run (RUNTIME.md §4)
         check_plan_tools(plan, catalog, config)
         await check_plan_arguments(plan, catalog, config)
@@ -309,6 +329,25 @@ async def run(
             )  # fmt: skip
         return await run_plan(plan, input, context)
     raise AssertionError("unreachable")  # pragma: no cover - the stack does not swallow
+
+
+def _check_answer_names(plan: Plan, answers: Mapping[str, Any]) -> None:
+    """Raise :class:`InputError` for a NAME of ``answers`` that no ``ask`` step of ``plan`` (or
+    of a plan it calls) has: not its step path, not the ``let`` of its answer, not its stage."""
+    names: set[str] = set()
+    paths: set[str] = set()
+    for one in [plan, *(plan.plans or {}).values()]:
+        for path, step in one.iter_steps():
+            if step.tool_name == "ask":
+                paths.add(path)
+                names.update(str(step.meta[k]) for k in ("name", "stage") if step.meta.get(k))
+    for name in answers:
+        if name not in names | paths:
+            asks = ", ".join(sorted(names) or sorted(paths)) or "none"
+            raise InputError(
+                f"answer for {name!r}: no `ask` of the flow is named so (the `let` its answer "
+                f"is bound to, its stage, or its step path); its asks: {asks}"
+            )
 
 
 def _prepare(
@@ -498,6 +537,7 @@ def run_sync(
     database: str | None = None,
     fleet: bool = False,
     on_start: Callable[[str], Any] | None = None,
+    answers: Mapping[str, Any] | None = None,
 ) -> RunResult:
     """:func:`run` for synchronous callers, with the same keyword options (each spelled out, so
     a misspelt one is a type error and a ``TypeError`` before anything runs): runs its own
@@ -510,7 +550,7 @@ def run_sync(
             hooks=hooks, catalog=catalog, router=router, record=record, replay=replay,
             shape_cache=shape_cache, on_partial=on_partial, telemetry=telemetry, model=model,
             durable=durable, run_id=run_id, reuse=reuse, ask_again=ask_again,
-            database=database, fleet=fleet, on_start=on_start,
+            database=database, fleet=fleet, on_start=on_start, answers=answers,
         )
     )  # fmt: skip
 

@@ -318,3 +318,28 @@ def test_check_of_a_flow_with_a_flow_toml_loads_the_configuration_model_only(tmp
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
     )
     assert "MODULES ['pydantic'] False False" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_answer_and_cancel_on_a_database_load_no_parser(tmp_path):
+    # they launch the durable engine on the database and read no plan: neither the `.flow`
+    # front end nor the expression parser (lark) comes along (docs/decisions.md "Start-up of
+    # answer and cancel")
+    import sqlite3
+
+    (tmp_path / ".flowc").mkdir()
+    sqlite3.connect(tmp_path / ".flowc" / "durable.sqlite").close()
+    code = (
+        "import sys, runpy\n"
+        "for argv in (['cancel', 'nope'], ['answer', 'nope', 'n', '3']):\n"
+        "    sys.argv = ['flowc', *argv]\n"
+        "    try:\n        runpy.run_module('agentflow', run_name='__main__')\n"
+        "    except SystemExit:\n        pass\n"
+        "tops = {m.split('.')[0] for m in sys.modules}\n"
+        "ours = [m for m in sys.modules if m.startswith(('agentflow.grammar', 'agentflow.ir.lo'))]\n"
+        "print('MODULES', 'dbos' in tops, 'lark' in tops, ours)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert "no durable run 'nope'" in proc.stderr
+    assert "MODULES True False []" in proc.stdout, proc.stdout + proc.stderr

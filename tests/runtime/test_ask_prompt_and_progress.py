@@ -8,7 +8,10 @@ from __future__ import annotations
 import io
 import re
 
+import pytest
+
 from agentflow import api
+from agentflow.errors import InputError
 from agentflow.runtime.events import ConsoleSink
 from agentflow.runtime.hooks import Hooks, terminal_interlocutor
 
@@ -26,7 +29,7 @@ stage pick -> Choice {
 """
 
 
-def _run(tmp_path, hooks=None):
+def _run(tmp_path, hooks=None, answers=None):
     flow = tmp_path / "confirm.flow"
     flow.write_text(FLOW, encoding="utf-8")
     progress = io.StringIO()
@@ -34,6 +37,7 @@ def _run(tmp_path, hooks=None):
         str(flow),
         None,
         hooks=hooks,
+        answers=answers,
         sinks=[ConsoleSink(progress, force_plain=True)],
         workspace=tmp_path,
         shape_cache=False,
@@ -46,11 +50,11 @@ def test_without_a_terminal_the_progress_line_says_the_default_was_used(tmp_path
     assert result.status == "ok" and result.output == "hold"
     # the step's time is whatever the machine took: only its shape is pinned
     assert re.search(  # the place through the run's file as given (here absolute)
-        rf"✓ go › ask  {re.escape(str(tmp_path))}/confirm\.flow:6:3  \d+\.\d\ds · no answer: "
-        "the default false",
+        rf"✓ go › ask  {re.escape(str(tmp_path))}/confirm\.flow:6:3  \d+\.\d\ds · no answer to "
+        r"\"Publish the digest\?\": the default false",
         progress,
     )
-    assert '· no answer: the default "hold"' in progress
+    assert ': the default "hold"' in progress
 
 
 def test_the_terminal_prompt_shows_type_choices_default_and_asks_again(tmp_path):
@@ -67,3 +71,32 @@ def test_the_terminal_prompt_shows_type_choices_default_and_asks_again(tmp_path)
     assert "answer: the number or the text of a choice (default: hold)" in text
     assert '  not accepted: 3 is not one of "ship" | "hold"; try again\n> ' in text
     assert "· answered true" in progress and '· answered "ship"' in progress
+
+
+def test_answers_given_before_the_run_answer_the_asks_they_name_by_let_stage_or_path(tmp_path):
+    # by stage (`go`), parsed as `flowc answer` parses (yes → true); `pick` left to its default
+    result, progress = _run(tmp_path, answers={"go": "yes"})
+    assert result.status == "ok" and result.output == "hold"
+    assert "· answered true" in progress
+    # by step path, a JSON value taken as is; a text question takes its text bare
+    result, _ = _run(tmp_path, answers={"E0": False, "pick": "ship"})
+    assert result.output == "ship"
+
+
+def test_a_given_answer_the_question_refuses_fails_the_step_with_flowc_answers_message(tmp_path):
+    result, _ = _run(tmp_path, answers={"go": "maybe"})
+    assert result.status == "error" and result.error is not None
+    assert result.error.code == "output_validation"
+    assert result.error.message == (
+        'answer to `Publish the digest?`: "maybe" is not of type "boolean"; a yes/no question '
+        "takes yes, no, true or false (or y, n) (the answer given for go)"
+    )
+
+
+def test_an_answer_for_a_name_no_ask_has_is_refused_before_the_run(tmp_path):
+    with pytest.raises(InputError) as e:
+        _run(tmp_path, answers={"og": "yes"})
+    assert str(e.value) == (
+        "answer for 'og': no `ask` of the flow is named so (the `let` its answer is bound to, "
+        "its stage, or its step path); its asks: go, pick"
+    )

@@ -431,6 +431,17 @@ def schema(file: str, type_name: str | None, show_input: bool) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
 
+def _given_answers(ctx: Any, param: Any, given: tuple[str, ...]) -> dict[str, str]:
+    """``--answer NAME=VALUE`` options as ``{NAME: VALUE}`` (VALUE parsed by the run)."""
+    out: dict[str, str] = {}
+    for one in given:
+        name, eq, value = one.partition("=")
+        if not eq or not name:
+            raise click.BadParameter(f"{one!r}: give NAME=VALUE (answer=yes, decision=ship)")
+        out[name] = value
+    return out
+
+
 @main.command()
 @click.argument("target", type=click.Path(dir_okay=False))
 @click.option("--input", "input_", callback=given_input, help="Input as JSON, or @file.json.")
@@ -491,6 +502,10 @@ def schema(file: str, type_name: str | None, show_input: bool) -> None:
     is_flag=True,
     help="Spread map items and rate-limited model calls over `flowc worker` processes.",
 )
+@click.option(
+    "--answer", "answers", metavar="NAME=VALUE", multiple=True, callback=_given_answers,
+    help="Answer the ask NAME (its let, stage or step path, as flowc answer takes) with VALUE.",
+)  # fmt: skip
 def run(
     target: str,
     input_: str | None,
@@ -509,6 +524,7 @@ def run(
     run_id: str | None,
     database: str | None,
     fleet: bool,
+    answers: dict[str, str],
 ) -> None:
     """Run a .flow file or a plan file; the output goes to stdout as JSON."""
     api.enable_watchdog()  # a run frozen by a tool holding the GIL is still ended (runtime/watchdog.py)
@@ -573,6 +589,7 @@ def run(
                 replay=replay,
                 telemetry=telemetry,
                 model=model,
+                answers=answers,
                 **durable_options,
             )
         except Interrupted as e:  # Ctrl-C / SIGTERM: the run wound down; show what it got

@@ -306,7 +306,7 @@ class ConsoleSink:
     agent(reviewer) › read_file  src/app.py:12``, and ``  ✗ …`` when it fails), one per
     inference (``  ◆ … agent(reviewer)  chat gpt-4o 1.20s 900→80 tokens``), plus warnings and
     retries; an ``ask`` step's line says what was answered or that the default was taken
-    (``✓ confirm › ask  c.flow:4:3  0.00s · no answer: the default false``); the last line sums
+    (``✓ confirm › ask  c.flow:4:3  0.00s · no answer to "Ship?": the default false``); the last line sums
     the run's usage. While a question is on the terminal (:meth:`paused`) the view is down and
     the lines of other steps wait for the answer.  Steps marked ``fold`` (the compiler's
     bookkeeping: outlined-body calls, values inside bodies, ``if``) get no line of their own —
@@ -595,10 +595,11 @@ class ConsoleSink:
             if data.get("answered"):
                 reused = " (reused)" if data.get("reused") else ""
                 self._notes[path] = f"answered {_short_value(data.get('answer'))}{reused}"
-            elif data.get("answer") is not None:
-                self._notes[path] = f"no answer: the default {_short_value(data.get('answer'))}"
-            else:
-                self._notes[path] = "no answer"
+            else:  # the question said, as nobody may have seen it (no terminal: CI, a pipe)
+                asked = f" to {_short_value(data['question'])}" if data.get("question") else ""
+                default = data.get("answer")
+                shown = f": the default {_short_value(default)}" if default is not None else ""
+                self._notes[path] = f"no answer{asked}{shown}"
         elif kind == "partial_output":
             # shown in the live view only (a line per streamed piece would flood the log)
             self._partials[path] = _short(data.get("value"), 100)

@@ -108,6 +108,7 @@ from agentflow.runtime.result import (
     RunResult,
     RunStatus,
     StepUsage,
+    as_usage,
     elapsed_ms,
     model_call_fields,
     running_step_usage,
@@ -1018,11 +1019,13 @@ async def run_plan(
         error=error,
         results=results,
         partial=_partial(ex) if status in ("aborted", "cancelled") else {},
-        usage={
-            **usage_delta(router, before),
-            "by_step": step_usage.by_step,
-            "by_stage": step_usage.by_stage,
-        },
+        usage=as_usage(
+            {
+                **usage_delta(router, before),
+                "by_step": step_usage.by_step,
+                "by_stage": step_usage.by_stage,
+            }
+        ),
         duration_ms=elapsed_ms(t0),
     )
     ex.emit(

@@ -26,10 +26,10 @@ from typing import Any, Literal
 
 from agentflow.core.redaction import redact_data
 from agentflow.core.text import choices_text, value_text, visible
-from agentflow.errors import RunAborted, RunError
+from agentflow.core.vocabulary import Code
+from agentflow.errors import InputError, RunAborted, RunError
 from agentflow.ir.schemas import validation_errors
-from agentflow.runtime.expressions import _kind
-from agentflow.runtime.extract import json_number_problem, loads_value
+from agentflow.runtime.extract import NonJsonNumber, json_number_problem, loads_value
 from agentflow.runtime.tools.catalog import run_in_daemon_thread
 
 __all__ = [
@@ -384,10 +384,14 @@ def check_answer(answer: Any, schema: Any, choices: Any) -> str | None:
     if number is not None:
         return number
     if choices is not None and not isinstance(choices, list | tuple):
+        from agentflow.runtime.expressions import _kind  # lazy: the parser comes with it
+
         return f"`choices` must be a list, got {_kind(choices)}"
     if choices and answer not in choices:
         return f"{value_text(answer)} is not one of {choices_text(choices)}"
     if schema is not None and not isinstance(schema, dict):
+        from agentflow.runtime.expressions import _kind
+
         return f"`schema` must be a JSON Schema object, got {_kind(schema)}"
     if schema:
         import jsonschema  # lazy: a plain run never loads jsonschema
@@ -419,3 +423,90 @@ def _json_message(error: Any) -> str:
         return f"{shown} is not of type {' or '.join(json.dumps(k) for k in kinds)}"
     head = repr(error.instance)
     return shown + message[len(head) :] if message.startswith(head) else message
+
+
+def checked_answer(question: Any, value: Any) -> Any:
+    """``value`` as an answer to ``question``: a JSON text parsed unless the question wants
+    text, ``yes``/``no`` spellings for a ``bool``, checked against its choices and schema.
+    Raises InputError for a value it does not accept (engine-neutral)."""
+
+    if isinstance(value, str) and not _wants_text(question):
+        try:
+            value = loads_value(value)
+        except NonJsonNumber as e:  # refused as `--input` refuses it
+            raise InputError(f"answer to `{question.question}`: {e}") from None
+        except json.JSONDecodeError:  # not JSON: checked as text
+            pass
+        except ValueError as e:  # JSON nested too deeply: refused as `--input` refuses it
+            raise InputError(f"answer to `{question.question}`: {e}") from None
+    value = spelled_bool(value, question.schema)  # yes/no/y/n/true/false, as at the terminal
+    secret = secret_in_answer(value)
+    if secret:  # said without the value: it would show the secret (docs/reference/cli.md)
+        raise InputError(f"answer to `{question.question}` refused: {secret}")
+    problem = check_answer(value, question.schema, question.choices)
+    if problem:
+        quoted = _quoted_choice(value, question.choices)
+        if quoted is not None:  # `'"ship"'`: a text question takes the text as is
+            problem += f"; give the choice without quotes: {quoted}"
+        elif isinstance(value, str) and wants_bool(question.schema):
+            problem += "; a yes/no question takes yes, no, true or false (or y, n)"
+        raise InputError(f"answer to `{question.question}`: {problem}")
+    return value
+
+
+def _quoted_choice(value: Any, choices: Any) -> str | None:
+    """The choice ``value`` spells as a JSON string (``"ship"`` with its quotes, as a shell
+    passes ``'"ship"'``), or None."""
+    if not isinstance(value, str) or not isinstance(choices, list | tuple):
+        return None
+    try:
+        inner = json.loads(value)
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser follows
+        return None
+    return inner if isinstance(inner, str) and inner in choices else None
+
+
+def _wants_text(q: Any) -> bool:
+    if q.choices and all(isinstance(c, str) for c in q.choices):
+        return True
+    return not q.schema or q.schema.get("type") == "string"
+
+
+def given_answer(answers: Mapping[str, Any], request: AskRequest) -> tuple[str, Any] | None:
+    """The answer ``answers`` (``flowc run --answer NAME=VALUE``; ``run(answers=…)``) gives the
+    question ``request``, as ``(NAME, VALUE)``, or None: NAME is its step path, else the ``let``
+    its answer is bound to (``ok`` of ``approve › ok = ask``), else its stage's name — the names
+    ``flowc answer`` takes (docs/reference/cli.md "flowc run --answer")."""
+    names = [request.step_path]
+    if request.label:
+        parts = request.label.split(" › ")
+        let, eq, _ = parts[-1].partition(" = ")
+        names += [let] if eq else []
+        names.append(parts[0])
+    for name in names:
+        if name in answers:
+            return name, answers[name]
+    return None
+
+
+def answering(
+    answers: Mapping[str, Any], fallback: Interlocutor | None
+) -> Callable[[AskRequest], Awaitable[Any]]:
+    """An interlocutor answering each ``ask`` that ``answers`` names (:func:`given_answer`)
+    with its value — a text parsed as ``flowc answer`` parses it, checked against the
+    question's type and choices with its messages (:func:`checked_answer`; a value it refuses
+    fails the step with ``output_validation``) — and putting any other to ``fallback`` (None:
+    unanswered, ``when_unanswered`` decides)."""
+
+    async def ask(request: AskRequest) -> Any:
+        found = given_answer(answers, request)
+        if found is None:
+            return NO_ANSWER if fallback is None else await maybe_await(fallback(request))
+        name, value = found
+        try:
+            return checked_answer(request, value)
+        except InputError as e:
+            message = f"{e} (the answer given for {name})"
+            raise RunError(Code.OUTPUT_VALIDATION, message, request.step_path) from None
+
+    return ask

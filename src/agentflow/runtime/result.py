@@ -6,12 +6,13 @@ import json
 import time
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal
+from typing import Any, Generic, Literal, NotRequired, TypedDict, cast
 from urllib.parse import urlsplit
 
 from typing_extensions import TypeVar
 
-from agentflow.errors import ErrorInfo
+from agentflow.core.vocabulary import ERROR_CODES
+from agentflow.errors import ErrorInfo, ExitError, RunError
 from agentflow.runtime.expressions import to_json_value
 from agentflow.runtime.models.base import add_usage, token_count
 
@@ -20,6 +21,41 @@ RunStatus = Literal["ok", "exited", "error", "aborted", "cancelled"]
 #: the type of a run's output: ``RunResult[Triage]`` from a generated client
 #: (docs/reference/python-clients.md); a bare ``RunResult`` is ``RunResult[Any]``
 OutputT = TypeVar("OutputT", default=Any)
+
+
+class RoleUsage(TypedDict):
+    """One role's (one step's, one stage's) share of :class:`Usage`."""
+
+    inferences: int
+    input_tokens: int
+    output_tokens: int
+
+
+class Usage(TypedDict):
+    """``RunResult.usage``: a plain ``dict`` at run time (``usage["inferences"]``), typed for
+    type checkers, so a misspelt key in a user's code is a ``mypy`` error (docs/reference/
+    python-api.md "RunResult"): ``inferences``, ``input_tokens``, ``output_tokens`` and
+    ``by_role`` always; the others when they apply (see :class:`RunResult`)."""
+
+    inferences: int
+    input_tokens: int
+    output_tokens: int
+    by_role: dict[str, RoleUsage]
+    cache_read_tokens: NotRequired[int]
+    cache_write_tokens: NotRequired[int]
+    cost: NotRequired[float]
+    usage_unknown: NotRequired[int]
+    by_step: NotRequired[dict[str, Any]]
+    by_stage: NotRequired[dict[str, Any]]
+
+
+def as_usage(data: dict[str, Any]) -> Usage:
+    """``data`` (a usage record built as a plain dict) as the :class:`Usage` it is."""
+    return cast("Usage", data)
+
+
+def _usage() -> Usage:
+    return as_usage(empty_usage())
 
 
 def empty_usage() -> dict[str, Any]:
@@ -64,7 +100,7 @@ class RunResult(Generic[OutputT]):
     output: OutputT | None = None
     error: ErrorInfo | None = None
     results: dict[str, Any] = field(default_factory=dict)
-    usage: dict[str, Any] = field(default_factory=empty_usage)
+    usage: Usage = field(default_factory=_usage)
     duration_ms: int = 0
     run_id: str | None = None
     partial: dict[str, Any] = field(default_factory=dict)
@@ -73,6 +109,21 @@ class RunResult(Generic[OutputT]):
     def ok(self) -> bool:
         """True for status ``ok`` and ``exited``."""
         return self.status in ("ok", "exited")
+
+    def output_or_raise(self) -> OutputT:
+        """The output of a run that ended ``ok`` or ``exited`` — typed ``OutputT``, never
+        Optional, so a type checker reads ``result.output_or_raise()[0].category`` as the
+        output model says (``result.output`` is ``OutputT | None``: None when the run did not
+        end ok) — else raises the run's error as a :class:`~agentflow.errors.RunError`
+        (``code``, ``message``, ``step_path``, ``source``; an ``exit``'s own code as an
+        :class:`~agentflow.errors.ExitError`) (docs/reference/python-api.md "RunResult")."""
+        if self.ok:
+            return cast("OutputT", self.output)
+        err = self.error
+        if err is None:
+            raise RunError("failed", f"the run ended {self.status}")
+        kind = RunError if err.code in ERROR_CODES else ExitError
+        raise kind(err.code, err.message, err.step_path, err.source, err.details)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict (``error`` as ``{code, message, step_path, source?, stage?,

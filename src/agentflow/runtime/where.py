@@ -36,11 +36,8 @@ from typing import TYPE_CHECKING, Any
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import Code
 from agentflow.errors import ExprError
-from agentflow.grammar import ast
-from agentflow.grammar.parser import parse_expression
 from agentflow.ir.names import in_source_terms as rename
 from agentflow.ir.names import scope_names, step_names
-from agentflow.runtime.expressions import expr_text
 
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan, Step
@@ -94,6 +91,12 @@ def let_of(error: Any, meta: Any) -> dict[str, str] | None:
     if m is None:
         return None
     failed = m.group(1)
+    # loaded here, not with the module: `flowc cancel` / `answer` load this module and never
+    # parse (docs/decisions.md "Start-up of answer and cancel")
+    from agentflow.grammar import ast
+    from agentflow.grammar.parser import parse_expression
+    from agentflow.runtime.expressions import expr_text
+
     entries = [e for e in lets if isinstance(e, dict) and isinstance(e.get("text"), str)]
     written = {str(e.get("name")): e["text"] for e in entries}
     found: list[tuple[int, dict[str, Any]]] = []
@@ -156,6 +159,9 @@ def lets_by_name(error: Any, meta: Any) -> None:
     entries = [e for e in lets if isinstance(e, dict) and isinstance(e.get("text"), str)]
     written = {str(e.get("name")): e["text"] for e in entries}
     printed: list[tuple[str, str]] = []
+    from agentflow.grammar.parser import parse_expression
+    from agentflow.runtime.expressions import expr_text
+
     for entry in entries:
         text = _written_out(entry["text"], written, 0)
         try:

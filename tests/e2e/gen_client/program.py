@@ -18,6 +18,8 @@ def main(examples: Path) -> Triage:
     )
     assert result.ok, result.error
     changes: list[ChangeResult] = result.output or []
+    assert result.output_or_raise() == changes  # typed list[ChangeResult], never None
+    print(result.usage["inferences"], result.usage["by_role"])  # typed: a Usage
     print([change.owner for change in changes])
     triage = bug_triage_stages(result).plan
     assert triage is not None

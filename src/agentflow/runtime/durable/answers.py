@@ -28,8 +28,7 @@ from typing import Any
 from agentflow.core.redaction import redact_data
 from agentflow.errors import InputError
 from agentflow.runtime.durable.dbos_system import dbos_module, system_database
-from agentflow.runtime.extract import NonJsonNumber, loads_value
-from agentflow.runtime.hooks import check_answer, secret_in_answer, spelled_bool, wants_bool
+from agentflow.runtime.hooks import checked_answer  # engine-neutral: a plain run's --answer too
 
 __all__ = [
     "CANCEL",
@@ -288,53 +287,6 @@ async def refuse_closed(run_id: str, workflow_ids: list[str], step: str) -> None
     found = await claimed(workflow_ids, step)
     if found is not None:
         raise InputError(closed_message(run_id, step, found[1]))
-
-
-def checked_answer(question: Any, value: Any) -> Any:
-    """``value`` as an answer to ``question``: a JSON text parsed unless the question wants
-    text, ``yes``/``no`` spellings for a ``bool``, checked against its choices and schema.
-    Raises InputError for a value it does not accept (engine-neutral)."""
-
-    if isinstance(value, str) and not _wants_text(question):
-        try:
-            value = loads_value(value)
-        except NonJsonNumber as e:  # refused as `--input` refuses it
-            raise InputError(f"answer to `{question.question}`: {e}") from None
-        except json.JSONDecodeError:  # not JSON: checked as text
-            pass
-        except ValueError as e:  # JSON nested too deeply: refused as `--input` refuses it
-            raise InputError(f"answer to `{question.question}`: {e}") from None
-    value = spelled_bool(value, question.schema)  # yes/no/y/n/true/false, as at the terminal
-    secret = secret_in_answer(value)
-    if secret:  # said without the value: it would show the secret (docs/reference/cli.md)
-        raise InputError(f"answer to `{question.question}` refused: {secret}")
-    problem = check_answer(value, question.schema, question.choices)
-    if problem:
-        quoted = _quoted_choice(value, question.choices)
-        if quoted is not None:  # `'"ship"'`: a text question takes the text as is
-            problem += f"; give the choice without quotes: {quoted}"
-        elif isinstance(value, str) and wants_bool(question.schema):
-            problem += "; a yes/no question takes yes, no, true or false (or y, n)"
-        raise InputError(f"answer to `{question.question}`: {problem}")
-    return value
-
-
-def _quoted_choice(value: Any, choices: Any) -> str | None:
-    """The choice ``value`` spells as a JSON string (``"ship"`` with its quotes, as a shell
-    passes ``'"ship"'``), or None."""
-    if not isinstance(value, str) or not isinstance(choices, list | tuple):
-        return None
-    try:
-        inner = json.loads(value)
-    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser follows
-        return None
-    return inner if isinstance(inner, str) and inner in choices else None
-
-
-def _wants_text(q: Any) -> bool:
-    if q.choices and all(isinstance(c, str) for c in q.choices):
-        return True
-    return not q.schema or q.schema.get("type") == "string"
 
 
 def _last_claim(workflow_ids: list[str]) -> float | None:

@@ -22,7 +22,7 @@ from agentflow.errors import ErrorInfo
 from agentflow.ir.loader import load_plan_text
 from agentflow.runtime.chat import ASK_PATH, AskResult, ask
 from agentflow.runtime.durable.shown import ASK_PLAN_FILE
-from agentflow.runtime.result import RunResult, RunStatus
+from agentflow.runtime.result import RunResult, RunStatus, as_usage
 
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan
@@ -119,7 +119,7 @@ async def run_ask(rt: Runtime) -> RunResult:
                 "reports": out.reports,
             }
         },
-        usage=out.usage,
+        usage=as_usage(out.usage),
         duration_ms=out.duration_ms,
     )
 

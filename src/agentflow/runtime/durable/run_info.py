@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 from agentflow.core.diagnostics import did_you_mean
 from agentflow.core.vocabulary import Code
 from agentflow.errors import InputError, RunError, run_error_of
-from agentflow.ir.loader import load_plan_text
 from agentflow.runtime.durable.answers import question_key
 from agentflow.runtime.durable.records import lost_start_message, start_lost_secret
 
@@ -334,6 +333,10 @@ def plan_of(spec: dict[str, Any]) -> Plan | None:
     text = spec.get("plan_text")
     if not isinstance(text, str):
         return None
+    # loaded here: `flowc cancel` / `answer` read no plan, and the loader brings the
+    # expression parser (lark) along (docs/decisions.md "Start-up of answer and cancel")
+    from agentflow.ir.loader import load_plan_text
+
     try:
         return load_plan_text(text, spec.get("plan_file") or "<durable>")
     except Exception:  # noqa: BLE001 - names are a nicety: the paths still show

@@ -44,7 +44,7 @@ from agentflow.runtime.durable.temporal_manage import (
 )
 from agentflow.runtime.executor import validate_input
 from agentflow.runtime.interrupt import Stopped, until_stopped
-from agentflow.runtime.result import RunResult, partial_from_json
+from agentflow.runtime.result import RunResult, as_usage, partial_from_json
 
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan
@@ -174,7 +174,7 @@ def _result(out: dict[str, Any]) -> RunResult:
         error=ErrorInfo.from_dict(out.get("error")),
         results=out.get("results") or {},
         partial=partial_from_json(out.get("partial")),
-        usage=out.get("usage") or {},
+        usage=as_usage(out.get("usage") or {}),
         duration_ms=int(out.get("duration_ms") or 0),
     )
 

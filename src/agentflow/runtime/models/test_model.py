@@ -319,7 +319,27 @@ def parse_model_option(value: str) -> tuple[int, bool]:
     if match is None:
         raise ValueError(
             f"--model {value!r}: the only model that can be named here is the built-in test model "
-            "('test', 'test:SEED', 'test+tools' or 'test+tools:SEED'); configure other models in "
-            "flow.toml [models]"
+            "('test', 'test:SEED', 'test+tools' or 'test+tools:SEED'); " + _real_model_hint(value)
         )
     return int(match.group(2) or 0), bool(match.group(1))
+
+
+def _real_model_hint(value: str) -> str:
+    """How to run with a real model instead (docs/decisions.md "--model names only the test
+    model"): a ``provider:model`` reference in flow.toml, or the environment with no flow.toml."""
+    provider, colon, name = value.strip().partition(":")
+    if colon and provider and name and provider.isidentifier():
+        ref = f"{provider}:{name}"
+    else:
+        ref = "openai:gpt-4o-mini"
+    provider, model = ref.split(":", 1)
+    key = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}.get(provider)
+    where = f" (its key from {key})" if key else f" (and a [providers.{provider}] table)"
+    if key is None:
+        provider, model, key = "openai", "gpt-4o-mini", "OPENAI_API_KEY"
+    env = f"{key} and {provider.upper()}_MODEL={model}"
+    return (
+        f'a real model is configured: [models] default = "{ref}" in flow.toml{where}, or, '
+        f"with no [models] default, {env} in the environment (docs/reference/configuration.md "
+        '"[models]: roles")'
+    )
