@@ -565,6 +565,9 @@ class _Builder:
             limit = inp.get("concurrency", 1)
             if scope.compiled:
                 word = "parallel map" if "concurrency" in inp else "map"
+                if meta.get("kind") == "filter":  # a filter's gates (lowering): its own work
+                    word = "filter"
+                    details.append("each item's `where`")
                 title = f"{word} {x(inp.get('over'))} as {var}"
                 if "concurrency" in inp:
                     details.append(f"limit {x(limit)}")
@@ -616,6 +619,8 @@ class _Builder:
             gate = inp.get("when") if "when" in inp else inp.get("infer")
             if scope.compiled:
                 where = x(gate) if "when" in inp else f"judge {x(gate)}"
+                if isinstance(meta.get("when"), str):  # as written (its gates computed first)
+                    where = meta["when"] if "when" in inp else f"judge {meta['when']}"
                 title = f"filter {x(inp.get('over'))} as {var} where {where}"
             else:
                 title = f"filter {x(inp.get('over'))}"

@@ -456,6 +456,8 @@ class Place:
             return "if"
         if self.outlined:
             return ""
+        if isinstance(self.step.meta.get("kind"), str):  # the construct it is the work of
+            return str(self.step.meta["kind"])
         if tool == "value" and not self.step.meta.get("name"):
             return "return"  # a stage's or a body's value, as the `.flow` writes it
         return tool_label(tool)
