@@ -49,7 +49,7 @@ from typing import Any
 from agentflow.core.text import money
 from agentflow.core.vocabulary import BODY_KEYS, Code
 from agentflow.ir.models import Plan, Step
-from agentflow.ir.names import body_names, in_source_terms, step_names
+from agentflow.ir.names import body_names, in_source_terms, step_names, step_names_in_stage
 from agentflow.ir.templates import template_refs
 
 __all__ = [
@@ -352,7 +352,10 @@ class _Builder:
                         parent_group,
                     )
                 group = stage_groups[stage]
-            nid = self.step(step, sid, prefix, plan, group, node_of, ids, scope)
+            own = scope
+            if scope.compiled and stage and scope.names:  # another stage's `let`s out of scope
+                own = _Scope(step_names_in_stage(plan, scope.names, stage), outer, True)
+            nid = self.step(step, sid, prefix, plan, group, node_of, ids, own)
             node_of[sid] = nid
             if any(e.src == previous and e.dst == nid for e in self.graph.edges):
                 pass

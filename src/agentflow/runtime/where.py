@@ -39,7 +39,7 @@ from agentflow.errors import ExprError
 from agentflow.grammar import ast
 from agentflow.grammar.parser import parse_expression
 from agentflow.ir.names import in_source_terms as rename
-from agentflow.ir.names import scope_names, step_names
+from agentflow.ir.names import scope_names, step_names, step_names_in_stage
 from agentflow.runtime.expressions import expr_text
 
 if TYPE_CHECKING:
@@ -527,6 +527,9 @@ def in_source_terms(
     own = place.step.meta.get("name") if place is not None and place.step.select else None
     if not plan_names and not chain and not own:
         return message
+    stage = place.step.meta.get("stage") if place is not None else None
+    if plan_names and isinstance(stage, str):  # another stage's `let`s are out of its scope
+        plan_names = step_names_in_stage(plan, plan_names, stage)
     names, outer = scope_names(chain, plan_names)
 
     def shown(expr: str) -> str:
