@@ -29,6 +29,7 @@ TEXT_SOURCES = [
     "settings.flow",
     "stub_contracts.flow",
     "first_hour.flow",
+    "tool_prefix_hint.flow",
 ]
 
 

@@ -175,7 +175,9 @@ def _flow_files(paths: tuple[str, ...]) -> list[Path]:
             out.append(path)
         else:
             raise click.UsageError(f"{p}: no such file or directory")
-    return out
+    # a file named and found again in a directory (`flowc test a.flow .`) is taken once
+    seen: set[Path] = set()
+    return [f for f in out if not (f.resolve() in seen or seen.add(f.resolve()))]
 
 
 def _render(diags: list, sources: dict[str, str], fmt: str) -> str:
