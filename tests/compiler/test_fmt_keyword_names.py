@@ -38,8 +38,11 @@ def _glued(text: str) -> list[tuple[str, str]]:
     return [
         (a.text, b.text)
         for a, b in zip(toks, toks[1:], strict=False)
-        if a.kind == "word" and a.text not in RESERVED_WORDS and a.text != "sleep"
-        and b.text in ("[", "(", ".") and a.end == b.start
+        if a.kind == "word"
+        and a.text not in RESERVED_WORDS
+        and a.text != "sleep"
+        and b.text in ("[", "(", ".")
+        and a.end == b.start
     ]
 
 

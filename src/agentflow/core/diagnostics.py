@@ -178,6 +178,9 @@ OPTIONAL_IN_TEXT = _register(
     "an optional value (`T?`) interpolated into an agent's `task`/`system` or an `ask`'s "
     "question: it reads `null` when absent",
 )
+DIVISION_BY_ZERO = _register(
+    "division-by-zero", "error", "a division or modulo whose divisor is the literal `0`"
+)
 
 # Plan files (docs/spec/PLAN_IR.md §1–6): what `flowc plan validate`, the loader and tool
 # resolution report.
