@@ -5,7 +5,6 @@ eval, a ``let step``) is a value like any other, so ``output[*]`` stays ``output
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from support.markdown import all_fences

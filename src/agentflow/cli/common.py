@@ -176,8 +176,10 @@ def _flow_files(paths: tuple[str, ...]) -> list[Path]:
         else:
             raise click.UsageError(f"{p}: no such file or directory")
     # a file named and found again in a directory (`flowc test a.flow .`) is taken once
-    seen: set[Path] = set()
-    return [f for f in out if not (f.resolve() in seen or seen.add(f.resolve()))]
+    once: dict[Path, Path] = {}
+    for f in out:
+        once.setdefault(f.resolve(), f)
+    return list(once.values())
 
 
 def _render(diags: list, sources: dict[str, str], fmt: str) -> str:

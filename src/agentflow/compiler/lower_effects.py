@@ -12,7 +12,6 @@ from typing import Any
 
 from agentflow.compiler import types as T
 from agentflow.compiler.contracts import agent_contract, contract_for
-from agentflow.compiler.lower_written import span_text
 from agentflow.compiler.lower_expressions import (
     Ctx,
     Frag,
@@ -22,6 +21,7 @@ from agentflow.compiler.lower_expressions import (
     paren_frag,
     scope_name,
 )
+from agentflow.compiler.lower_written import span_text
 from agentflow.errors import ContractError, LoweringError
 from agentflow.grammar import ast
 
