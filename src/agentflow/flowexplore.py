@@ -117,8 +117,8 @@ async def _explore(file: Path, runs: int) -> ExploreReport:
     for step in _plan_steps(data):
         entry = _SITES.get(step.get("tool_name", ""))
         source = (step.get("meta") or {}).get("source")
-        if entry is None or source is None:
-            continue
+        if entry is None or source is None or (step.get("meta") or {}).get("kind"):
+            continue  # (a filter's gates: its own work, counted as the filter)
         kind, outcomes = entry
         if kind == "require" and "when" not in (step.get("input") or {}):
             continue

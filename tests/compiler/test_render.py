@@ -30,6 +30,7 @@ TEXT_SOURCES = [
     "stub_contracts.flow",
     "stub_union_members.flow",
     "first_hour.flow",
+    "tool_prefix_hint.flow",
 ]
 
 

@@ -182,7 +182,9 @@ def test_a_computed_loop_bound_is_named_as_the_flow_writes_it(tmp_path):
     source = "input { n: int }\nstage a -> int { loop up to input.n as r, s = 0 { s + r } }\n"
     result = _run(source, {"n": 5000}, tmp_path)
     assert result.error is not None and result.error.code == "validation"
-    assert result.error.message == "`up to` must be an integer from 0 to 1000, got 5000"
+    assert result.error.message == (
+        "the loop bound `input.n` must be an integer from 0 to 1000, got 5000"
+    )
 
 
 # -- depth -----------------------------------------------------------------------------------

@@ -962,12 +962,14 @@ class Gen:
         if until is not None:
             tail = f" until {until.src} else " + (f'fail "{fail}"' if fail else value.src)
 
-        def run_loop(env, fb=fbound, fi=init.fn, fbody=fbody, u=until, f=fail, v=value):
+        def run_loop(
+            env, fb=fbound, fi=init.fn, fbody=fbody, u=until, f=fail, v=value, bs=bound_src
+        ):
             n = fb(env)
             if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 1000:
                 raise Fail(
                     "validation",
-                    f"`up to` must be an integer from 0 to 1000, got {n}",
+                    f"the loop bound `{bs}` must be an integer from 0 to 1000, got {n}",
                 )
             state, r = fi(env), 0
             for r in range(1, n + 1):

@@ -176,7 +176,11 @@ def _flow_files(paths: tuple[str, ...]) -> list[Path]:
             out.append(path)
         else:
             raise click.UsageError(f"{p}: no such file or directory")
-    return out
+    # a file named and found again in a directory (`flowc test a.flow .`) is taken once
+    once: dict[Path, Path] = {}
+    for f in out:
+        once.setdefault(f.resolve(), f)
+    return list(once.values())
 
 
 def _render(diags: list[Diagnostic], sources: dict[str, str], fmt: str) -> str:

@@ -220,11 +220,16 @@ class AgentChecks(CheckerShared):
         return t
 
     def tool_hint(self, name: str) -> str | None:
-        """The hint of `unknown-tool`: "did you mean" for a close name, else the three declared
+        """The hint of `unknown-tool`: "did you mean" for a close name or a declared tool that
+        is the name with a server prefix (`user__lookup_customer`), else the three declared
         tools nearest by name and where catalog tools come from."""
         hint = suggest(name, list(self.tool_decls))
         if hint:
             return hint
+        # the name without its server prefix (`lookup_customer` for `user__lookup_customer`)
+        prefixed = sorted(t for t in self.tool_decls if t.partition("__")[2] == name)
+        if prefixed:
+            return "did you mean " + " or ".join(f"`{t}`" for t in prefixed) + "?"
         near = difflib.get_close_matches(name, sorted(self.tool_decls), n=3, cutoff=0.3)
         catalog = "a catalog tool is named `server__tool` (`flowc tools` lists them)"
         if not near:

@@ -481,8 +481,10 @@ class TypeChecks(CheckerShared):
                 return self.resolve_alias(name, alias_stack)
             if name in self.env.externs:
                 return self.env.externs[name]
-            if name in self.error_names:
-                return ERROR
+            if name in self.error_names or (
+                name == OUTCOME_TYPE and name in self.redefined_builtins
+            ):
+                return ERROR  # (`type Outcome { … }` is the one error, not each use of it)
             builtin = check_errors.resolve_builtin_name(name, t.span, self.report)
             if builtin is not None:  # Error, ErrorPlace; `Outcome` without its `<T>`
                 return builtin

@@ -139,9 +139,11 @@ def _is_code(t: Token) -> bool:
 
 class _Layout:
     """Per-token context computed once: which ``<``/``>`` are type brackets, which words are
-    keywords, which ``-`` are unary."""
+    keywords, which ``-`` are unary.  ``names`` holds the start offsets of keyword-spelled words
+    the parser read as a value (``output[*]`` in an eval, ``let step = …`` then ``step[0]``):
+    those end a value like any name, so no space goes before their ``[``/``(``."""
 
-    def __init__(self, toks: list[Token]) -> None:
+    def __init__(self, toks: list[Token], names: frozenset[int] = frozenset()) -> None:
         self.toks = toks
         self.angle: set[int] = set()
         self.keyword: set[int] = set()
@@ -157,7 +159,12 @@ class _Layout:
             if t.kind == "word":
                 after_dot = prev is not None and prev.text == "."
                 before_colon = nxt is not None and nxt.text == ":"
-                if t.text in KEYWORDS and not after_dot and not before_colon:
+                if (
+                    t.text in KEYWORDS
+                    and not after_dot
+                    and not before_colon
+                    and t.start not in names
+                ):
                     if t.text == "sleep" and not self._sleep_statement(k, nxt):
                         continue
                     self.keyword.add(k)
@@ -300,9 +307,9 @@ def _break_blocks(toks: list[Token]) -> list[Token]:
     return out
 
 
-def _layout(text: str, toks: list[Token]) -> str:
+def _layout(text: str, toks: list[Token], names: frozenset[int] = frozenset()) -> str:
     toks = _break_blocks(toks)
-    lay = _Layout(toks)
+    lay = _Layout(toks, names)
     # split into logical lines (token index lists) with the number of newlines before each
     lines: list[tuple[int, list[int]]] = []
     cur: list[int] = []
@@ -523,7 +530,11 @@ def format_source(text: str, file: str = "<input>") -> str:
         toks = tokenize(text)
     except FormatError as e:  # pragma: no cover - the parser already rejected these
         raise FormatError(f"{file}: {e.message}") from None
-    new = _layout(text, _drop_trailing_commas(toks))
+    # a keyword-spelled name the parser read as a value (`output[*]`, a `let step`) is a value
+    names = frozenset(
+        n.span.start for n in ast.walk(before) if isinstance(n, ast.Name) and n.name in KEYWORDS
+    )
+    new = _layout(text, _drop_trailing_commas(toks), names)
     if new == text:
         return new
     after, diags2 = parse_module(new, file)

@@ -21,6 +21,7 @@ from agentflow.compiler.lower_expressions import (
     paren_frag,
     scope_name,
 )
+from agentflow.compiler.lower_written import span_text
 from agentflow.errors import ContractError, LoweringError
 from agentflow.grammar import ast
 
@@ -325,6 +326,7 @@ class EffectLowering(LoweringShared):
         scratch: list[dict[str, Any]] = []
         gate = Ctx(ctx.plan, scratch, ctx.stage, parent=ctx, bindings=bindings, gate=True)
         snapshot = self.snapshot(ctx)
+        written: str | None = None
         if e.judge is not None:
             inp["infer"] = self.text_value(e.judge, gate)
         else:
@@ -342,14 +344,20 @@ class EffectLowering(LoweringShared):
             stmts: list[ast.Stmt] = [ast.ExprStmt(gate_expr.span, gate_expr)]
             what = "filter prompt" if e.judge is not None else "filter condition"
             body = self.body_step(stmts, gate_expr.span, ctx, loop, what)
-            gates = self.add_step(ctx, "map", {"over": inp["over"], "do": body}, gate_expr.span)
+            # the gates' map is the filter's own work: at the filter's place, named `filter`
+            # (progress, `--explore`: meta.kind), the filter's gate kept as written (meta.when)
+            gates = self.add_step(ctx, "map", {"over": inp["over"], "do": body}, e.span)
+            gates["meta"]["kind"] = "filter"
             _name_scopes(gates, loop)
             read = "{{ " + gates["id"] + "[index] }}"
             if e.judge is not None:
                 inp["infer"] = read
             else:
                 inp["when"] = {"expr": gates["id"] + "[index]"}
+            written = span_text(self.source_text, gate_expr, self.r.module.file)
         step = self.add_step(ctx, "filter", inp, e.span, select="{{ result.kept }}")
+        if scratch and written is not None:
+            step["meta"]["when"] = written
         _name_scopes(step, {e.var.name: "item"})
         return Frag([StepRef(step)])
 

@@ -230,6 +230,8 @@ class LoweringShared:
     r: CheckResult
     env: T.TypeEnv
     uses: dict[str, ast.UseDecl]
+    #: the `.flow` source being lowered (None when not given): expressions kept as written
+    source_text: str | None
 
     def snapshot(self, ctx: Ctx) -> tuple[list[str], dict[str, Any], int]:
         raise NotImplementedError

@@ -237,6 +237,7 @@ class _Lowerer(ExpressionLowering, EffectLowering):
             value = self.share(value, ctx, value_span(stage.body.stmts, stage.span), uses)
             root.bindings[stage.name.name] = value
             self.stage_values[stage.name.name] = self.whole(value)
+            _mark_value_of(value, stage.name.name)
             last = value
             stage_marks += self._inlined_stage(stage, value)
         if not plan.steps:
@@ -781,3 +782,14 @@ def value_span(stmts: list[ast.Stmt], default: Span) -> Span:
     line, not the `stage` line."""
     st = value_stmt(stmts)
     return st.span if st is not None else default
+
+
+def _mark_value_of(value: Frag, stage: str) -> None:
+    """Record ``meta.value_of`` on the step of ``stage`` bound to a ``let`` whose result is the
+    stage's whole value (``let d = agent(…)``, ``return d``): another stage reads it as
+    ``stage``, and graphs name it so there (ir/names.py ``step_names_in_stage``)."""
+    if len(value.parts) == 1 and isinstance(value.parts[0], StepRef):
+        meta = value.parts[0].step.get("meta")
+        if isinstance(meta, dict) and meta.get("stage") == stage and meta.get("name"):
+            if meta["name"] != stage:
+                meta["value_of"] = stage

@@ -50,7 +50,7 @@ from agentflow.core.text import money
 from agentflow.core.vocabulary import BODY_KEYS, Code
 from agentflow.grammar.written import written_text
 from agentflow.ir.models import Plan, Step
-from agentflow.ir.names import body_names, in_source_terms, step_names
+from agentflow.ir.names import body_names, in_source_terms, step_names, step_names_in_stage
 from agentflow.ir.templates import template_refs
 
 __all__ = [
@@ -355,7 +355,10 @@ class _Builder:
                         parent_group,
                     )
                 group = stage_groups[stage]
-            nid = self.step(step, sid, prefix, plan, group, node_of, ids, scope)
+            own = scope
+            if scope.compiled and stage and scope.names:  # another stage's `let`s out of scope
+                own = _Scope(step_names_in_stage(plan, scope.names, stage), outer, True)
+            nid = self.step(step, sid, prefix, plan, group, node_of, ids, own)
             node_of[sid] = nid
             if any(e.src == previous and e.dst == nid for e in self.graph.edges):
                 pass
@@ -568,6 +571,9 @@ class _Builder:
             limit = inp.get("concurrency", 1)
             if scope.compiled:
                 word = "parallel map" if "concurrency" in inp else "map"
+                if meta.get("kind") == "filter":  # a filter's gates (lowering): its own work
+                    word = "filter"
+                    details.append("each item's `where`")
                 title = f"{word} {x(inp.get('over'))} as {var}"
                 if "concurrency" in inp:
                     details.append(f"limit {x(limit)}")
@@ -619,6 +625,8 @@ class _Builder:
             gate = inp.get("when") if "when" in inp else inp.get("infer")
             if scope.compiled:
                 where = x(gate) if "when" in inp else f"judge {x(gate)}"
+                if isinstance(meta.get("when"), str):  # as written (its gates computed first)
+                    where = meta["when"] if "when" in inp else f"judge {meta['when']}"
                 title = f"filter {x(inp.get('over'))} as {var} where {where}"
             else:
                 title = f"filter {x(inp.get('over'))}"

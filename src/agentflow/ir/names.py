@@ -34,6 +34,7 @@ __all__ = [
     "scope_names",
     "step_label",
     "step_names",
+    "step_names_in_stage",
 ]
 
 #: the scope names a control step binds for its bodies (docs/spec/PLAN_IR.md §3)
@@ -97,6 +98,21 @@ def step_names(plan: Plan) -> dict[str, str]:
         elif str(step.id) not in names:
             names[str(step.id)] = step_label(step)
     return names
+
+
+def step_names_in_stage(plan: Plan, names: Mapping[str, str], stage: Any) -> dict[str, str]:
+    """``names`` (:func:`step_names`) as a step of ``stage`` reads them: a ``let`` of another
+    stage is out of its scope, so a step holding that stage's value (``meta.value_of``, set by
+    the compiler) is named by that stage (``draft.text``, not ``d.text``)."""
+    out = dict(names)
+    if not isinstance(stage, str):
+        return out
+    for step in plan.steps:
+        meta = step.meta if isinstance(step.meta, dict) else {}
+        owner = meta.get("value_of")
+        if step.id and isinstance(owner, str) and meta.get("stage") != stage:
+            out[str(step.id)] = owner
+    return out
 
 
 def _ident_start(c: str) -> bool:

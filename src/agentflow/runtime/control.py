@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -507,6 +508,10 @@ async def _reduce(call: ControlCall) -> Any:
     return acc
 
 
+#: a template that is one expression, ``{{ input.max_rounds }}``
+_WHOLE_TEMPLATE = re.compile(r"\{\{\s*([^{}]+?)\s*\}\}")
+
+
 async def _loop(call: ControlCall) -> Any:
     """Rounds ``1 … up_to`` of ``do``, one at a time, each a unit at ``<path>/round.<r>`` with
     ``round`` (1-based) and ``accumulator`` (the state: ``initial``, then each round's value) in
@@ -519,8 +524,13 @@ async def _loop(call: ControlCall) -> Any:
     if isinstance(bound, float) and bound.is_integer():
         bound = int(bound)
     if not isinstance(bound, int) or isinstance(bound, bool) or not 0 <= bound <= MAX_LOOP_ROUNDS:
-        # in the `.flow`'s terms when it was compiled from one, else the plan's field
+        # in the `.flow`'s terms when it was compiled from one (the bound as written, so the
+        # caret points at it: runtime/where.py renames it back), else the plan's field
         field = "`up to`" if call.source else "`up_to`"
+        raw = call.step.input.get("up_to") if isinstance(call.step.input, dict) else None
+        written = _WHOLE_TEMPLATE.fullmatch(raw.strip()) if isinstance(raw, str) else None
+        if call.source and written is not None:
+            field = f"the loop bound `{written.group(1)}`"
         raise RunError(
             Code.VALIDATION,
             f"{field} must be an integer from 0 to {MAX_LOOP_ROUNDS}, got "

@@ -37,7 +37,7 @@ from agentflow.core.spans import Span
 from agentflow.core.vocabulary import Code
 from agentflow.errors import ExprError
 from agentflow.ir.names import in_source_terms as rename
-from agentflow.ir.names import scope_names, step_names
+from agentflow.ir.names import scope_names, step_names, step_names_in_stage
 
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan, Step
@@ -480,6 +480,8 @@ class Place:
             return "if"
         if self.outlined:
             return ""
+        if isinstance(self.step.meta.get("kind"), str):  # the construct it is the work of
+            return str(self.step.meta["kind"])
         if tool == "value" and not self.step.meta.get("name"):
             return "return"  # a stage's or a body's value, as the `.flow` writes it
         return tool_label(tool)
@@ -549,6 +551,9 @@ def in_source_terms(
     own = place.step.meta.get("name") if place is not None and place.step.select else None
     if not plan_names and not chain and not own:
         return message
+    stage = place.step.meta.get("stage") if place is not None else None
+    if plan_names and isinstance(stage, str):  # another stage's `let`s are out of its scope
+        plan_names = step_names_in_stage(plan, plan_names, stage)
     names, outer = scope_names(chain, plan_names)
 
     def shown(expr: str) -> str:
