@@ -461,9 +461,10 @@ def root_problem(w: Any) -> str | None:
         if t is not None and (type(t) is not int and type(t) is not float or not math.isfinite(t)):
             return f"its {field} {t!r:.40} is not a time"
     raw = getattr(w, "input", None)
-    args = raw.get("args") if isinstance(raw, dict) else None
-    spec = args[0] if isinstance(args, list | tuple) and args else None
-    if not isinstance(spec, dict):
+    raw = raw if isinstance(raw, dict) else {}
+    args = raw.get("args")
+    spec = args[0] if isinstance(args, list | tuple) and len(args) == 1 else None
+    if not isinstance(spec, dict) or raw.get("kwargs") != {}:  # what DBOS calls the run with
         return "its recorded input is not a run's input"
     text = spec.get("plan_text")
     if not isinstance(text, str):
