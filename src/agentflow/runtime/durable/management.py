@@ -43,6 +43,7 @@ from agentflow.runtime.durable.dbos_launch import (
     recorded_input,
     waiting_questions,
 )
+from agentflow.runtime.durable.dbos_system import nameless_roots
 from agentflow.runtime.durable.liveness import worker_alive
 from agentflow.runtime.durable.records import (
     UnreadableRecord,
@@ -142,6 +143,16 @@ async def list_runs(
     if wanted and "unreadable" not in wanted:
         engine = sorted({e for w in wanted for e in _ENGINE_STATUSES.get(w, [])}) or None
     out: list[RunInfo] = []
+    if not plan and (wanted is None or "unreadable" in wanted):  # roots with no name: by hand
+        for run_id, created, updated in await nameless_roots():
+            why = unreadable_error(
+                run_id, "its workflow name is None, not 'agentflow.run'", root=True
+            )
+            out.append(
+                RunInfo(run_id, "unreadable", "", _seconds(created) or 0.0,
+                        _seconds(updated) or 0.0, unreadable=str(why))
+            )  # fmt: skip
+        out = out[:limit]
     offset = 0
     while limit is None or len(out) < limit:
         size = _PAGE if wanted or plan or limit is None else max(1, min(limit, _PAGE))
