@@ -97,7 +97,9 @@ def test_an_edited_root_row_is_an_unreadable_run_and_the_other_runs_still_list(
         assert runs["good"]["status"] == "ok"
         assert runs["base"]["status"] == "unreadable", runs
         assert "run base cannot be read: its row" in runs["base"]["unreadable"]
+        (tmp_path / "plan.yaml").write_text(PLAN)
         commands = [["runs", "show", "base"], ["answer", "base", "E1", "yes"], ["redrive", "base"]]
+        commands.append(["run", "plan.yaml", "--durable", "--reuse", "base"])
         if edit not in HUNG:  # those: with a bounded wait, below
             commands.append(["resume", "base"])
         for command in commands:
