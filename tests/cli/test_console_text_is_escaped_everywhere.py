@@ -256,3 +256,22 @@ def test_a_junit_file_holds_a_name_with_control_characters_and_still_parses():
     doc = f"<testcase name={xml_attribute(name)}>{xml_text(name)}</testcase>"
     case = ET.fromstring(doc)
     assert case.get("name") == case.text == 't \\x1b]0;TITLE\\x07 <&> "q" \\ud800'
+
+
+#: the text-direction controls ("Trojan Source": a terminal shows the text reordered)
+BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+
+
+def test_text_direction_controls_are_escaped_like_every_control(tmp_path, monkeypatch):
+    assert visible(f"ok{BIDI}") == "ok" + "".join(ascii(c)[1:-1] for c in BIDI)
+    assert visible("a\n\u202eb", lines=True) == "a\n\\u202eb"
+    # a run's `fail` message with one, from the input: escaped on the console
+    (tmp_path / "f.flow").write_text(
+        'input { why: text }\nstage s -> text {\n  fail "no: ${input.why}"\n}\n', encoding="utf-8"
+    )
+    monkeypatch.chdir(tmp_path)
+    done = CliRunner().invoke(
+        main, ["run", "f.flow", "--input", json.dumps({"why": "txt.exe\u202egpj.txt"})]
+    )
+    assert done.exit_code == 1, done.output
+    assert "\u202e" not in done.stderr and "txt.exe\\u202egpj.txt" in done.stderr, done.stderr

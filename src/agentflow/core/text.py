@@ -167,15 +167,21 @@ def finite_dumps(value: Any, **kw: Any) -> str:
 
 #: what console text must not send to a terminal raw: C0/C1 controls (ESC starts an escape
 #: sequence that can recolour, clear or retitle the terminal; BEL, CR and BS ring or rewrite),
-#: DEL, the Unicode line separators and lone surrogates (which no terminal encoding can hold)
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
-_CONTROL_BUT_LINES = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+#: DEL, the Unicode line separators, lone surrogates (which no terminal encoding can hold) and
+#: the text-direction controls (U+061C, U+200E/F, U+202A-E, U+2066-9: "Trojan Source" reordering)
+_CONTROL = re.compile(
+    r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
+_CONTROL_BUT_LINES = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
 
 
 def visible(text: str, *, lines: bool = False) -> str:
     """``text`` fit for a terminal: every control character shown as its ``\\xNN``/``\\uNNNN``
     escape (``"\\x1b[2J"``), so text from a tool, a model, an answer, an exception or a file
-    can neither recolour, clear, retitle nor rewrite the console. With ``lines`` a newline
+    can neither recolour, clear, retitle nor rewrite the console, nor reorder what it shows
+    (a text-direction control, U+202E …, is escaped too). With ``lines`` a newline
     (``\\n``), a tab and the Unicode line separators U+2028/U+2029 are kept (a message of
     several lines); else the result is one line.
     Idempotent: the result holds no control character (docs/decisions.md "console text is

@@ -17,6 +17,7 @@ __all__ = [
     "dbos_instance",
     "install_inline_then",
     "dbos_module",
+    "nameless_roots",
     "query_steps",
     "query_workflows",
     "SYNCHRONOUS",
@@ -195,3 +196,24 @@ def dbos_instance() -> Any:
     from dbos._dbos import _get_dbos_instance as instance
 
     return instance()
+
+
+def _nameless_roots() -> list[tuple[str, Any, Any]]:
+    import sqlalchemy as sa
+
+    sys_db = system_database()
+    ws = sys_db.tables.workflow_status
+    query = sa.select(ws.c.workflow_uuid, ws.c.created_at, ws.c.updated_at)
+    with sys_db.engine.connect() as conn:
+        rows = conn.execute(query.where(ws.c.name.is_(None)))
+        return [(r[0], r[1], r[2]) for r in rows if "/" not in str(r[0])]
+
+
+async def nameless_roots() -> list[tuple[str, Any, Any]]:
+    """``(id, created_at, updated_at)`` of every workflow row with no name whose id is a run's
+    (no ``/``): DBOS always names the workflows it writes, so such a row is a run's root edited
+    by hand, which a listing by name cannot see (management.list_runs lists it as
+    ``unreadable``).  The times as stored (epoch ms, or whatever the row holds).  Reaches into
+    ``SystemDatabase.tables`` and ``.engine`` as :func:`workflow_exists` does."""
+    await dbos_module().DBOS._configure_asyncio_thread_pool()
+    return await asyncio.to_thread(_nameless_roots)

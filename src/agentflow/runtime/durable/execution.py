@@ -274,7 +274,7 @@ async def _resume(
         await _startup_pause()
         dbos = dbos_engine.dbos_with_workflows()
         found = await dbos.DBOS.list_workflows_async(workflow_ids=[run_id])
-        if not found or found[0].name != dbos_engine.RUN_WORKFLOW:
+        if not found or found[0].name == dbos_engine.UNIT_WORKFLOW:
             raise InputError(f"no durable run {run_id!r} in {safe_url(url)}")
         check_readable(run_id, await dbos.DBOS.list_workflows_async(workflow_id_prefix=run_id))
         status = found[0]

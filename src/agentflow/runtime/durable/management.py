@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 from typing import Any
 
 from agentflow.core.vocabulary import Code
@@ -41,12 +42,13 @@ from agentflow.runtime.durable.dbos_launch import (
     recorded_input,
     waiting_questions,
 )
-from agentflow.runtime.durable.dbos_system import query_workflows
+from agentflow.runtime.durable.dbos_system import nameless_roots, query_workflows
 from agentflow.runtime.durable.liveness import worker_alive
 from agentflow.runtime.durable.records import (
     UnreadableRecord,
     check_readable,
     reading,
+    root_problem,
     unreadable,
     unreadable_error,
 )
@@ -140,6 +142,16 @@ async def list_runs(
     if wanted and "unreadable" not in wanted:
         engine = sorted({e for w in wanted for e in _ENGINE_STATUSES.get(w, [])}) or None
     out: list[RunInfo] = []
+    if not plan and (wanted is None or "unreadable" in wanted):  # roots with no name: by hand
+        for run_id, created, updated in await nameless_roots():
+            why = unreadable_error(
+                run_id, "its workflow name is None, not 'agentflow.run'", root=True
+            )
+            out.append(
+                RunInfo(run_id, "unreadable", "", _seconds(created) or 0.0,
+                        _seconds(updated) or 0.0, unreadable=str(why))
+            )  # fmt: skip
+        out = out[:limit]
     offset = 0
     while limit is None or len(out) < limit:
         size = _PAGE if wanted or plan or limit is None else max(1, min(limit, _PAGE))
@@ -185,6 +197,7 @@ async def _listed(dbos: Any, w: Any, alive: bool) -> RunInfo:
     """The RunInfo of root workflow ``w`` as ``flowc runs`` lists it."""
     # a run with a row that cannot be read is listed as such; the others as usual
     reason = unreadable(w.input, w.output, w.error)
+    root = reason is None and (reason := root_problem(w)) is not None
     if reason is None:
         info = _info(w, alive)
         if w.status in ("PENDING", "ENQUEUED"):
@@ -197,9 +210,9 @@ async def _listed(dbos: Any, w: Any, alive: bool) -> RunInfo:
                 info.status = "waiting"
     if reason is not None:
         info = RunInfo(
-            w.workflow_id, "unreadable", "", (w.created_at or 0) / 1000.0,
-            (w.updated_at or 0) / 1000.0,
-            unreadable=str(unreadable_error(w.workflow_id, reason)),
+            w.workflow_id, "unreadable", "", _seconds(w.created_at) or 0.0,
+            _seconds(w.updated_at) or 0.0,
+            unreadable=str(unreadable_error(w.workflow_id, reason, root=root)),
         )  # fmt: skip
     return info
 
@@ -367,7 +380,7 @@ async def _last_change(info: RunInfo, family: list[Any]) -> float:
     """When run ``info`` last changed (epoch s): the latest of its units' own updates, its
     steps' ends and its questions' answers (an answer given while the run waits on changes
     nothing of the engine's own rows but the unit's mailbox)."""
-    times = [info.updated_at, *((w.updated_at or 0) / 1000.0 for w in family)]
+    times = [info.updated_at, *((_seconds(w.updated_at) or 0.0) for w in family)]
     times += [s["finished_at"] for s in info.steps if s.get("finished_at")]
     answered = await last_claim([w.workflow_id for w in family])
     if answered is not None:
@@ -391,7 +404,8 @@ def _cost(run_id: str, step: dict[str, Any], cost: dict[str, Any]) -> float:
 
 
 def _seconds(epoch_ms: Any) -> float | None:
-    return epoch_ms / 1000.0 if isinstance(epoch_ms, (int, float)) and epoch_ms else None
+    ok = isinstance(epoch_ms, int | float) and not isinstance(epoch_ms, bool)
+    return epoch_ms / 1000.0 if ok and epoch_ms and math.isfinite(epoch_ms) else None
 
 
 def _spec_of(w: Any) -> dict[str, Any]:
@@ -514,6 +528,10 @@ async def cancel(url: str, run_id: str) -> None:
     if run_id not in ids:
         raise InputError(f"no durable run {run_id!r} in {safe_url(url)}")
     root = next(w for w in family if w.workflow_id == run_id)
+    # a run whose row is damaged may still be ended; one that has not a run's status, not
+    reason = root_problem(root)
+    if reason is not None and root.status not in ("PENDING", "ENQUEUED"):
+        raise unreadable_error(run_id, reason, root=True)
     if root.status not in ("PENDING", "ENQUEUED"):
         raise InputError(
             f"run {run_id} has already ended ({_status(root, False)}): nothing to cancel"

@@ -40,6 +40,7 @@ import base64
 import builtins
 import contextlib
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -49,6 +50,7 @@ from typing import Any
 
 from agentflow.core.redaction import SECRETS, Secrets
 from agentflow.errors import InputError
+from agentflow.ir.loader import check_plan_text
 
 __all__ = [
     "REDACTED",
@@ -57,6 +59,7 @@ __all__ = [
     "UnreadableRecord",
     "check_readable",
     "decode",
+    "root_problem",
     "encode",
     "held_secret",
     "install",
@@ -457,8 +460,15 @@ def held_secret(text: str) -> str | None:
 # What the run's commands say about an unreadable row
 
 
-def unreadable_error(run_id: str, reason: str) -> InputError:
-    """The error of a command that met an unreadable row of run ``run_id``."""
+def unreadable_error(run_id: str, reason: str, *, root: bool = False) -> InputError:
+    """The error of a command that met an unreadable row of run ``run_id``; ``root``: its
+    own row has a value agentflow never writes there (:func:`root_problem`)."""
+    if root:
+        return InputError(
+            f"run {run_id} cannot be read: its row in the durable runs database is not one "
+            f"agentflow wrote ({reason}); nothing in it was run. The row was changed by hand "
+            "or by another program"
+        )
     return InputError(
         f"run {run_id} cannot be read: a row of its record in the durable runs database is "
         f"not agentflow's JSON ({reason}); nothing in it was run. An earlier agentflow stored "
@@ -477,13 +487,67 @@ def unreadable(*parts: Any) -> str | None:
 
 def check_readable(run_id: str, workflows: Any) -> None:
     """Raise :func:`unreadable_error` when a workflow status of ``workflows`` (DBOS
-    ``WorkflowStatus``) has a part that could not be read."""
+    ``WorkflowStatus``) has a part that could not be read, or when the run's own row (the
+    one whose id is ``run_id``) is not one agentflow wrote (:func:`root_problem`)."""
     for w in workflows:
         reason = unreadable(
             getattr(w, "input", None), getattr(w, "output", None), getattr(w, "error", None)
         )
         if reason is not None:
             raise unreadable_error(run_id, reason)
+        if getattr(w, "workflow_id", None) == run_id and (reason := root_problem(w)):
+            raise unreadable_error(run_id, reason, root=True)
+
+
+#: The engine's statuses of a workflow row (dbos ``WorkflowStatusString``).
+_STATUSES = frozenset(
+    ("PENDING", "SUCCESS", "ERROR", "MAX_RECOVERY_ATTEMPTS_EXCEEDED", "CANCELLED", "ENQUEUED",
+     "DELAYED")
+)  # fmt: skip
+#: The recorded input's entries that are text or null when there (spec.run_spec).
+_TEXTS = ("plan_file", "config", "workspace", "reuse", "replay", "model")
+
+
+def root_problem(w: Any) -> str | None:
+    """Why the root row ``w`` of a durable run (a DBOS ``WorkflowStatus`` read with its input)
+    is not one agentflow wrote, or None: its workflow name, its status (one of the engine's),
+    its times (numbers or null) and its recorded input (``args[0]`` a dict whose
+    ``plan_text`` is text that loads as a plan, and whose other entries have the types
+    spec.run_spec records).  The one check every command makes of the row before it uses
+    it (docs/durable.md "The database": a run that cannot be read)."""
+    if getattr(w, "name", None) != "agentflow.run":
+        return f"its workflow name is {getattr(w, 'name', None)!r:.40}, not 'agentflow.run'"
+    status = getattr(w, "status", None)
+    if status not in _STATUSES:
+        return f"its status {status!r:.40} is not one the engine records"
+    for field in ("created_at", "updated_at"):
+        t = getattr(w, field, None)
+        if t is not None and (type(t) is not int and type(t) is not float or not math.isfinite(t)):
+            return f"its {field} {t!r:.40} is not a time"
+    raw = getattr(w, "input", None)
+    raw = raw if isinstance(raw, dict) else {}
+    args = raw.get("args")
+    spec = args[0] if isinstance(args, list | tuple) and len(args) == 1 else None
+    if not isinstance(spec, dict) or raw.get("kwargs") != {}:  # what DBOS calls the run with
+        return "its recorded input is not a run's input"
+    text = spec.get("plan_text")
+    if not isinstance(text, str):
+        return "its recorded plan is not text"
+    for key in _TEXTS:
+        if spec.get(key) is not None and not isinstance(spec[key], str):
+            return f"its recorded {key} is not text"
+    return _plan_problem(text)
+
+
+@functools.lru_cache(maxsize=64)
+def _plan_problem(text: str) -> str | None:
+    """Why recorded plan ``text`` does not load as a plan, or None (read once per text)."""
+    _, problems = check_plan_text(text, "<durable>")
+    return (
+        f"its recorded plan does not load: {problems[0].message.splitlines()[0]}"
+        if problems
+        else None
+    )
 
 
 @contextlib.contextmanager
