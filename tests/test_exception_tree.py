@@ -38,6 +38,8 @@ INTERNAL = {
     "code (runtime/interrupt.py)",
     "UnreadableRecord": "a durable row that is not agentflow's JSON: an InputError naming the "
     "run, or durable_replay_mismatch on replay (runtime/durable/records.py)",
+    "EvalOffload": "an evaluation past its work budget on Temporal: the engine runs it again in "
+    "a local activity (runtime/interrupt.py, durable/temporal_engine.py)",
     "NonJsonNumber": "NaN, Infinity or 1e999 in a JSON text: an InputError (api.py, durable/runs.py)"
     " or text checked like any wrong answer (hooks.py, serve.py)",
 }

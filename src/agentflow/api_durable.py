@@ -10,6 +10,7 @@ telemetry that running a step needs (docs/decisions.md "What flowc runs show loa
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,8 +122,10 @@ def durable_run_database(
         return RunDatabase(url)  # its flow.toml is broken now: the current directory's
     if other == url or holds_run(other, run_id) is False:
         return RunDatabase(url)
-    # started with a database of its own (--database): named, not its flow.toml's
-    by_config = toml is not None and not (entry.own and entry.database)
+    # started with a database of its own (--database), or its flow.toml names another one now
+    # (a relative `sqlite:///` URL was once the current directory's): named, not its
+    # flow.toml's, so the note's command finds it
+    by_config = toml is not None and not (entry.own and entry.database) and _names(toml, entry)
     where = f"{_shown(toml or '')}'s database" if by_config else _shown(entry.database or "")
     return RunDatabase(
         other,
@@ -130,6 +133,18 @@ def durable_run_database(
         f"note: run {run_id} is in {where}, where it was started (not this directory's)",
         entry.cwd,
     )
+
+
+def _names(toml: str | None, entry: Any) -> bool:
+    """Whether ``toml`` (a run's recorded flow.toml) names the SQLite file ``entry`` (its
+    index line) recorded, as it reads now: a command given ``--config`` finds the run there."""
+    if entry.database is None:
+        return True  # PostgreSQL or Temporal: the flow.toml is the only name of it
+    try:
+        url = database_for(load_config(toml))
+    except FlowError:
+        return False
+    return url.split("?", 1)[0] == f"sqlite:///{entry.database}"
 
 
 def _shown(path: str) -> str:
@@ -144,7 +159,10 @@ def recent_durable_databases(limit: int = 3) -> list[Any]:
     """The ``flow.toml`` files (or SQLite files) durable runs were started with most recently,
     newest first: :class:`agentflow.runtime.run_index.IndexEntry` each (``flowc runs``
     names them where it finds no runs)."""
-    return recent(limit)
+    return [
+        e if e.own or e.config is None or _names(e.config, e) else dataclasses.replace(e, own=True)
+        for e in recent(limit)
+    ]  # a flow.toml that names another database now: the run's own is named instead
 
 
 def missing_durable_database(url: str) -> Path | None:

@@ -189,3 +189,24 @@ def test_runs_does_not_offer_a_deleted_project(tmp: Path) -> None:
     listed = _flowc("runs")
     assert "(the latest: projB): flowc runs --config " in listed.stderr, listed.stderr
     assert "projC" not in listed.stderr, listed.stderr
+
+
+def test_a_run_whose_flow_toml_names_another_database_now_is_named_by_its_own(tmp: Path) -> None:
+    # a run started when `sqlite:///runs.db` in proj/flow.toml was the current directory's
+    # (now it is proj/'s): its index line names proj/flow.toml and ./runs.db, and
+    # every hint names the database it is in (--database), never a --config that finds none
+    # (regression battery)
+    proj = _project(tmp / "proj")
+    (proj / "flow.toml").write_text('[durable]\ndatabase = "sqlite:///runs.db"\n')
+    old_db = tmp / "runs.db"
+    started = _flowc("run", "proj/q.flow", "--run-id", "old1", "--database", f"sqlite:///{old_db}")
+    assert started.exit_code == 0, started.output
+    run_index.remember("old1", f"sqlite:///{old_db}", proj / "flow.toml", own=False)
+    os.chdir(tmp / "elsewhere")
+    shown = _flowc("runs", "show", "old1")
+    assert shown.exit_code == 0, shown.output
+    assert f"note: run old1 is in {old_db}, where it was started" in shown.stderr, shown.output
+    listed = _flowc("runs")
+    assert f"(the latest: old1): flowc runs --database {old_db}" in listed.stderr, listed.output
+    again = _flowc("runs", "--database", str(old_db))
+    assert again.exit_code == 0 and "old1" in again.output, again.output

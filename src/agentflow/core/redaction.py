@@ -254,10 +254,25 @@ def register_secrets(values: Iterable[object]) -> None:
 def register_environment(env: Mapping[str, str] | None = None) -> None:
     """Register the values of environment variables named like credentials (names ending in
     ``API_KEY``, ``_TOKEN``, ``_SECRET``, ``_ACCESS_KEY``, ``_PASSWORD``, ``_CREDENTIALS``) of
-    ``env`` (default ``os.environ``)."""
+    ``env`` (default ``os.environ``) — except a value that names an existing file or directory
+    by its absolute path (``GOOGLE_APPLICATION_CREDENTIALS``, the path of a key file):
+    the secret is in the file, and its path is the user's home and project directories, which
+    every workspace path would share (docs/reference/configuration.md "Secrets")."""
     for name, value in (os.environ if env is None else env).items():
-        if _CREDENTIAL_NAME.search(name):
+        if _CREDENTIAL_NAME.search(name) and not _names_a_file(value):
             SECRETS.add(value)
+
+
+def _names_a_file(value: str) -> bool:
+    """Whether ``value`` is the absolute path of something that exists (not a secret: where one
+    is kept)."""
+    text = value.strip()
+    if not text or not os.path.isabs(text) or "\n" in text:
+        return False
+    try:
+        return os.path.exists(text)
+    except (OSError, ValueError):  # too long a name, a NUL: not a path
+        return False
 
 
 def redact(text: str) -> str:

@@ -231,3 +231,53 @@ def test_both_engines_mark_a_recorded_start_that_lost_a_secret(engine: str):
         assert back["plan_text"] == "msg: ***" and start_lost_secret(back)
     finally:
         SECRETS.clear()
+
+
+def test_a_credentials_variable_naming_a_file_is_not_a_secret(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # GOOGLE_APPLICATION_CREDENTIALS names the file a credential is kept in: its path (the
+    # user's home and project directories, which the workspace and inputs share) is no secret,
+    # so a durable run under it starts, and its input is recorded as given (regression battery)
+    (project / "sa.json").write_text("{}")
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(project / "sa.json"))
+    where = str(project / "src" / "app")
+    out = _cli("run", "q.flow", "--run-id", "g1", "--input", f'{{"msg": "{where}"}}')
+    assert out.exit_code == 0, out.output
+    assert _sent(project) == f"send before {where}\n"
+    assert "g1" in _stored_runs(project)
+
+
+def test_part_of_a_secret_is_named_as_part_of_it(project: Path):
+    out = _cli("run", "q.flow", "--run-id", "q3", "--input", f'{{"msg": "{SECRET[:12]}"}}')
+    assert out.exit_code == 1, out.output
+    assert "it holds part of the value of PKEY_API_KEY" in out.stderr, out.stderr
+    assert SECRET[:8] not in out.output and _stored_runs(project) == []
+
+
+def test_the_places_of_a_secret_are_said_in_the_users_terms(project: Path):
+    from agentflow.core.redaction import register_secret
+    from agentflow.runtime.durable.spec import _secret_places
+
+    register_secret(SECRET)
+    path = f"projects/{SECRET}/q.flow"
+    assert _secret_places("plan_file", path, {}) == ["the .flow file's path"]
+    assert _secret_places("workspace", path, {}) == ["the workspace path"]
+
+
+def test_only_a_credential_value_that_names_an_existing_path_is_left_out(tmp_path: Path):
+    from agentflow.core.redaction import register_environment
+
+    (tmp_path / "sa.json").write_text("{}")
+    try:
+        register_environment(
+            {
+                "GOOGLE_APPLICATION_CREDENTIALS": str(tmp_path / "sa.json"),  # a file: kept
+                "OTHER_CREDENTIALS": str(tmp_path / "gone.json"),  # no such file: a secret
+                "PKEY_API_KEY": SECRET,
+            }
+        )
+        assert str(tmp_path / "sa.json") not in SECRETS
+        assert str(tmp_path / "gone.json") in SECRETS and SECRET in SECRETS
+    finally:
+        SECRETS.clear()

@@ -447,13 +447,18 @@ def held_secret(text: str) -> str | None:
     if not SECRETS or not SECRETS.spans(text):
         return None
     names = []
+    whole = False
     for name, value in sorted(os.environ.items()):
         if value.strip() in SECRETS:
             one = Secrets()
             one.add(value)
             if one.spans(text):
                 names.append(name)
-    return f"the value of {' or '.join(names)}" if names else "a configured secret"
+                whole = whole or value.strip() in text
+    if not names:
+        return "a configured secret"
+    # a run of 8 or more characters of it is blanked too: say so rather than claim the value
+    return f"{'the value' if whole else 'part of the value'} of {' or '.join(names)}"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -256,7 +256,19 @@ def _secret_places(key: str, value: Any, spec: dict[str, Any]) -> list[str]:
         return _plan_lines(str(value), spec.get("plan_file"))
     if key == "ask":
         return ["the question"]
-    return [{"workspace": "the workspace path", "config": "the flow.toml path"}.get(key, key)]
+    return [_SPEC_PLACES.get(key, f"the recorded `{key}`")]
+
+
+#: What the recorded start's other keys are, in the user's terms.
+_SPEC_PLACES = {
+    "workspace": "the workspace path",
+    "config": "the flow.toml path",
+    "plan_file": "the .flow file's path",
+    "model": "the model option",
+    "replay": "the cassette's path",
+    "reuse": "the reused run",
+    "run_id": "the run id",
+}
 
 
 def _field(path: tuple[str, ...]) -> str:
