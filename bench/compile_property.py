@@ -5,7 +5,7 @@ validation → "nothing the program wrote is missing from the plan", on W worker
 Prints the programs drawn, how many checked clean and compiled, how many were refused as the
 generator expected (settings only known at run time where the plan fixes them), internal
 compiler errors, dropped clauses, unexpected diagnostics, constructs never drawn, and the time.
-The test suite runs 20,000 programs of at most 900 characters from a fixed seed
+The test suite runs 4,000 programs of at most 900 characters from a fixed seed
 (tests/compiler/test_compile_property.py); this script runs more, from any seed, of any length.
 
     .venv/bin/python bench/compile_property.py [N=100000] [--seed S] [--workers W] [--show K]

@@ -522,18 +522,27 @@ def test_agentflow_imports_sit_at_module_level():
     reason); a new one fails here (move it to module level, or say why it cannot be)."""
     found: set[tuple[str, str]] = set()
     for file in sorted((SRC / "agentflow").rglob("*.py")):
-        tree = ast.parse(file.read_text(encoding="utf-8"))
-        for fn in ast.walk(tree):
-            if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
-                continue
-            for node in ast.walk(fn):
-                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("agentflow"):
-                    found.add((_module_name(file), str(node.module)))
-                elif isinstance(node, ast.Import):
-                    found.update(
-                        (_module_name(file), a.name)
-                        for a in node.names
-                        if a.name.startswith("agentflow")
-                    )
+        tree = source_tree.parse(file).tree  # parsed once per process, shared with the others
+        # every node inside a function, each visited once (a nested function's body is not
+        # walked again for each function around it)
+        inside = [
+            child
+            for fn in ast.walk(tree)
+            if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef)
+            for child in fn.body
+        ]
+        while inside:
+            node = inside.pop()
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue  # ast.walk(tree) gave it too: its body is walked from there
+            inside.extend(ast.iter_child_nodes(node))
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("agentflow"):
+                found.add((_module_name(file), str(node.module)))
+            elif isinstance(node, ast.Import):
+                found.update(
+                    (_module_name(file), a.name)
+                    for a in node.names
+                    if a.name.startswith("agentflow")
+                )
     assert sorted(found - set(LOCAL_IMPORTS)) == [], "move these imports to module level"
     assert sorted(set(LOCAL_IMPORTS) - found) == [], "no longer local: drop from LOCAL_IMPORTS"

@@ -1,23 +1,45 @@
 """`flowc graph` and `flowc report` from the command line: output, files written, and the
-user errors (exit codes 1 and 2, one line, no traceback)."""
+user errors (exit codes 1 and 2, one line, no traceback).
+
+The commands run in this process (click's runner, through the same ``main`` a flowc process
+runs, in the test's directory): what they print and exit with is a flowc process's, without a
+new interpreter per command; an exception escaping a command fails the test (it would be a
+traceback in a terminal)."""
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
+from dataclasses import dataclass
 from pathlib import Path
+
+from click.testing import CliRunner
+
+from agentflow.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
-FLOWC = [sys.executable, "-m", "agentflow"]
 
 
-def flowc(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
-    return subprocess.run(
-        [*FLOWC, *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=120
-    )
+@dataclass
+class Done:
+    """What a flowc command gave: its exit status and its two output streams."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def flowc(*args: str, cwd: Path) -> Done:
+    env = {k: None for k in os.environ if k.startswith(("OPENAI_", "ANTHROPIC_"))}
+    here = Path.cwd()
+    os.chdir(cwd)
+    try:
+        done = CliRunner().invoke(main, list(args), env=env)
+    finally:
+        os.chdir(here)
+    if done.exception is not None and not isinstance(done.exception, SystemExit):
+        raise done.exception  # a traceback, not a one-line error
+    return Done(done.exit_code, done.stdout, done.stderr)
 
 
 def test_graph_prints_mermaid_or_dot_of_a_flow_and_of_its_compiled_plan(tmp_path):
@@ -96,10 +118,6 @@ def test_graph_and_report_user_errors_are_one_line(tmp_path):
 
 
 def test_graph_of_a_trace_says_it_is_a_trace_and_how_to_colour_a_graph_with_it(tmp_path):
-    from click.testing import CliRunner
-
-    from agentflow.cli import main
-
     trace = tmp_path / "t.jsonl"
     trace.write_text('{"kind": "run_started"}\n')
     flow = tmp_path / "f.flow"
