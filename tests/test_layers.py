@@ -505,6 +505,7 @@ LOCAL_IMPORTS: dict[tuple[str, str], str] = {
     ),
     # `flowc answer` / `cancel` read no plan and parse nothing (tests/cli/test_startup_imports.py)
     ("agentflow.runtime.durable.run_info", "agentflow.ir.loader"): "lark off answer/cancel",
+    ("agentflow.runtime.durable.records", "agentflow.ir.loader"): "lark off answer/cancel",
     ("agentflow.runtime.where", "agentflow.grammar"): "the .flow AST off answer/cancel",
     ("agentflow.runtime.where", "agentflow.grammar.parser"): "lark off answer/cancel",
     ("agentflow.runtime.where", "agentflow.runtime.expressions"): "lark off answer/cancel",

@@ -35,7 +35,9 @@ def test_program_fuzzer_reports_fmt_output_that_is_not_a_fixed_point(monkeypatch
     assert check_program(_PROGRAM) is None
     layout = fmt._layout
     # each run adds one more comment line: never a fixed point
-    monkeypatch.setattr(fmt, "_layout", lambda text, toks: layout(text, toks) + "// more\n")
+    monkeypatch.setattr(
+        fmt, "_layout", lambda text, toks, *rest: layout(text, toks, *rest) + "// more\n"
+    )
     assert check_program(_PROGRAM) == (
         "fmt is not idempotent (formatting the output changes it again)"
     )

@@ -149,18 +149,18 @@ def test_a_failed_inlined_let_is_shown_where_the_final_error_points(tmp_path):
     # `let m` is inlined into the `return` step: its progress line and the run's error both
     # name the expression that failed (`s › m` at 3:11), not one the statement that read it
     (tmp_path / "div0.flow").write_text(
-        "input { n: int }\nstage s -> number {\n  let m = input.n / 0\n  return m\n}\n",
+        "input { n: int, z: int }\nstage s -> number {\n  let m = input.n / input.z\n  return m\n}\n",
         encoding="utf-8",
     )
     stream = io.StringIO()
     sink = ConsoleSink(stream, force_plain=True)
-    run = agentflow.run_sync(tmp_path / "div0.flow", {"n": 1}, sinks=[sink])
+    run = agentflow.run_sync(tmp_path / "div0.flow", {"n": 1, "z": 0}, sinks=[sink])
     assert run.error is not None and run.error.source is not None
     assert run.error.source.endswith("div0.flow:3:11")
     failed = [line for line in stream.getvalue().splitlines() if line.startswith("✗")]
     assert len(failed) == 1
     assert re.fullmatch(
         rf"✗ s › m  (?:\S*/)?{re.escape(run.error.source)}  [0-9.]+s  "
-        r"arithmetic: `input\.n / 0`: division by zero",
+        r"arithmetic: `input\.n / input\.z`: division by zero \(`input\.z` is 0\)",
         failed[0],
     )  # the console gives the place from where the file was named (here an absolute path)

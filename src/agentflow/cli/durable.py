@@ -119,7 +119,10 @@ def _finish(result: Any, as_json: bool, target: str = "") -> None:
 def _when(epoch: float | None) -> str:
     if not epoch:
         return "-"
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch))
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch))
+    except (OverflowError, OSError, ValueError):  # a time no calendar shows: as it is
+        return f"{epoch:g} (epoch seconds)"
 
 
 @click.command()

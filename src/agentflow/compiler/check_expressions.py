@@ -361,11 +361,14 @@ class ExpressionChecks(CheckerShared):
         else:
             lt = self.infer(e.left)
             rt = self.infer(e.right)
-        if op in ("/", "%") and isinstance(e.right, ast.NumberLit) and e.right.value == 0:
+        divisor = e.right
+        while isinstance(divisor, ast.Unary) and divisor.op == "-":  # `-0` is 0 too
+            divisor = divisor.operand
+        if op in ("/", "%") and isinstance(divisor, ast.NumberLit) and divisor.value == 0:
             what = "division" if op == "/" else "modulo"
             self.report(
                 D.DIVISION_BY_ZERO,
-                f"{what} by zero: the divisor is the literal `{e.right.value}`",
+                f"{what} by zero: the divisor is the literal `{divisor.value}`",
                 e.right.span,
                 hint="it always fails at run time (`arithmetic`): divide by a value that is not "
                 "zero, guarding one that may be: `if d != 0 then n / d else 0`",

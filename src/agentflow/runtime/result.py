@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 from typing_extensions import TypeVar
 
-from agentflow.core.vocabulary import ERROR_CODES
+from agentflow.core.vocabulary import ERROR_CODES, Code
 from agentflow.errors import ErrorInfo, ExitError, RunError
 from agentflow.runtime.expressions import to_json_value
 from agentflow.runtime.models.base import add_usage, token_count
@@ -121,7 +121,7 @@ class RunResult(Generic[OutputT]):
             return cast("OutputT", self.output)
         err = self.error
         if err is None:
-            raise RunError("failed", f"the run ended {self.status}")
+            raise RunError(Code.FAILED, f"the run ended {self.status}")
         kind = RunError if err.code in ERROR_CODES else ExitError
         raise kind(err.code, err.message, err.step_path, err.source, err.details)
 

@@ -36,6 +36,8 @@ finish: {mode: output, output: "done"}
 #: Each edit of run ``base``'s row (made a stopped run first: ``status='PENDING'``).
 EDITS = {
     "created_text": "update workflow_status set created_at = 'abc', updated_at = 'x'",
+    # a float past any calendar (time.localtime overflowed in `flowc runs`: final battery)
+    "created_float_huge": "update workflow_status set created_at = 1e308",
     "status_weird": "update workflow_status set status = 'WEIRD'",
     "name_null": "update workflow_status set name = NULL",
     "plan_yaml": "update workflow_input set inputs = replace(inputs, 'version: 1', 'version: [')",

@@ -50,7 +50,6 @@ from typing import Any
 
 from agentflow.core.redaction import SECRETS, Secrets
 from agentflow.errors import InputError
-from agentflow.ir.loader import check_plan_text
 
 __all__ = [
     "REDACTED",
@@ -527,7 +526,9 @@ def root_problem(w: Any) -> str | None:
         return f"its status {status!r:.40} is not one the engine records"
     for field in ("created_at", "updated_at"):
         t = getattr(w, field, None)
-        if t is not None and (type(t) is not int and type(t) is not float or not math.isfinite(t)):
+        if t is not None and (
+            type(t) is not int and type(t) is not float or not math.isfinite(t) or abs(t) > _LATEST
+        ):
             return f"its {field} {t!r:.40} is not a time"
     raw = getattr(w, "input", None)
     raw = raw if isinstance(raw, dict) else {}
@@ -544,9 +545,16 @@ def root_problem(w: Any) -> str | None:
     return _plan_problem(text)
 
 
+#: The latest time a row may hold, in epoch milliseconds: the end of year 9999 (what a
+#: calendar, and the platform's time_t, can show)
+_LATEST = 253_402_300_799_999
+
+
 @functools.lru_cache(maxsize=64)
 def _plan_problem(text: str) -> str | None:
     """Why recorded plan ``text`` does not load as a plan, or None (read once per text)."""
+    from agentflow.ir.loader import check_plan_text  # the plan loader, only for a row read
+
     _, problems = check_plan_text(text, "<durable>")
     return (
         f"its recorded plan does not load: {problems[0].message.splitlines()[0]}"
