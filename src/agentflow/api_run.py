@@ -19,6 +19,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -342,12 +343,29 @@ def _check_answer_names(plan: Plan, answers: Mapping[str, Any]) -> None:
                 paths.add(path)
                 names.update(str(step.meta[k]) for k in ("name", "stage") if step.meta.get(k))
     for name in answers:
+        base = _INDEXED.match(name)  # `ok[1]`: the ask of `let ok` in item 1 of a map
+        last = name.split(" › ")[-1].removesuffix(" = ask")  # a label: `s › item 1 › ok`
+        if base is not None and base.group(1) in names or " › " in name and last in names:
+            continue
+        if "/" in name and name.split("/", 1)[0] in {
+            p.split("/", 1)[0] for p in paths | _outer(plan)
+        }:
+            continue  # a step path inside a map's item or a loop's round (`E0/do.1`)
         if name not in names | paths:
             asks = ", ".join(sorted(names) or sorted(paths)) or "none"
             raise InputError(
                 f"answer for {name!r}: no `ask` of the flow is named so (the `let` its answer "
                 f"is bound to, its stage, or its step path); its asks: {asks}"
             )
+
+
+#: An indexed answer name: a `let` and the item/round numbers of a map or loop it is asked in
+_INDEXED = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\[\d+\])+$")
+
+
+def _outer(plan: Plan) -> set[str]:
+    """The step paths of ``plan``'s own steps: the first segment of a path asked inside one."""
+    return {path for path, _ in plan.iter_steps()}
 
 
 def _prepare(

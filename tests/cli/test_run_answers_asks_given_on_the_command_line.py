@@ -50,3 +50,33 @@ def test_answer_with_a_durable_run_is_refused_before_it_starts(tmp_path, monkeyp
     assert durable.exit_code == 1
     assert "a durable run's questions wait for `flowc answer RUN NAME VALUE`" in durable.stderr
     assert not (tmp_path / ".flowc").exists()
+
+
+MAP = """\
+input { items: text[] }
+stage s -> bool[] {
+  parallel map input.items as it limit 2 {
+    let ok = ask "Ship ${it}?" expect bool default false
+    return ok
+  }
+}
+"""
+
+
+def test_one_ask_of_a_map_is_answered_as_flowc_answer_names_it(tmp_path, monkeypatch):
+    # `ok[1]`, the label and the step path answer item 1's ask alone; `ok` every item's; a
+    # misspelt let is refused before the run (final battery: `ok[0]` was refused)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NO_COLOR", "1")
+    (tmp_path / "m.flow").write_text(MAP)
+    for name, want in [
+        ("ok[1]", [False, True]),
+        ("s › item 0 › ok", [True, False]),
+        ("E0/do.1", [False, True]),
+        ("ok", [True, True]),
+    ]:
+        args = ["run", "m.flow", "--input", '{"items": ["a", "b"]}', "--answer", f"{name}=true"]
+        out = CliRunner().invoke(main, args)
+        assert out.exit_code == 0 and json.loads(out.stdout) == want, (name, out.output)
+    bad = CliRunner().invoke(main, ["run", "m.flow", "--input", '{"items": ["a"]}', "--answer", "okk[0]=true"])  # fmt: skip
+    assert bad.exit_code == 1 and "no `ask` of the flow is named so" in bad.stderr, bad.output

@@ -167,3 +167,31 @@ def test_outlined_items_and_rounds_are_named_as_the_flow_names_them(tmp_path):
     assert "plan__" not in html
     row = table[table.index('data-path="E0/do.0/E0/round.2"') :]
     assert '<td data-label="tool">round</td>' in row[: row.index("</tr>")]
+    assert "<h3>agent turn 1</h3>" in html and "<h3>round 1</h3>" not in html
+
+
+FILTERED = """\
+flow filtered
+input { xs: text[] }
+stage answer -> text[] {
+  return filter input.xs as t where not any(map [t] as g { lower(g) == "spam" })
+}
+"""
+
+
+def test_the_map_a_filter_runs_is_a_span_named_filter(tmp_path):
+    # a `filter … where` whose condition needs steps runs a map the user did not write: its
+    # span says `filter`, as the progress, the graph and --explore do (final battery)
+    (tmp_path / "filtered.flow").write_text(FILTERED, encoding="utf-8")
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    sink = OtelSink(TelemetrySettings(), tracer_provider=provider)
+    result = api.run_sync(tmp_path / "filtered.flow", {"xs": ["a", "SPAM"]}, sinks=[sink])
+    assert result.ok and result.output == ["a"], result.error
+    labelled = {
+        s.name
+        for s in exporter.get_finished_spans()
+        if str((s.attributes or {}).get("agentflow.step.label", "")).endswith(" › filter")
+    }
+    assert labelled == {"filter"}, labelled

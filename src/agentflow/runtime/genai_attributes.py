@@ -296,6 +296,8 @@ def step_span_name(tool: str, path: str, data: Mapping[str, Any], agent: Any = N
     if whole is not None:
         return whole
     short = tool_label(tool) if tool else "step"
+    if tool == "map" and str(data.get("label") or "").rsplit(" › ", 1)[-1] == "filter":
+        short = "filter"  # the map a `filter … where` with steps in it runs: named as written
     if tool == "agent":
         name = f"invoke_agent {agent}" if agent else "invoke_agent"
     elif data.get("name"):

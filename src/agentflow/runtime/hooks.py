@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import json
+import re
 import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -472,6 +473,24 @@ def _wants_text(q: Any) -> bool:
     return not q.schema or q.schema.get("type") == "string"
 
 
+#: the label segments of an ask the run asks again: a ``map``/``reduce`` item, a ``loop`` round
+_REPEATED = re.compile(r"^(item|round) \d+$")
+
+
+def indexed_name(label: str) -> str | None:
+    """The name of an ask a map's items or a loop's rounds ask again, in the `.flow`'s terms:
+    its ``let`` with the number of each ``item N`` / ``round N`` segment of its ``label``, in
+    order (``ok[1]`` of ``s › item 1 › ok = ask``, ``ok[0][2]`` of ``s › item 0 › round 2 ›
+    ok = ask``); None for an ask asked once or bound to no ``let`` (docs/reference/cli.md
+    "flowc answer")."""
+    parts = label.split(" › ")
+    name, eq, _ = parts[-1].partition(" = ")
+    numbers = [p.split(" ")[1] for p in parts[:-1] if _REPEATED.match(p)]
+    if not eq or not name or not numbers:
+        return None
+    return name + "".join(f"[{n}]" for n in numbers)
+
+
 def given_answer(answers: Mapping[str, Any], request: AskRequest) -> tuple[str, Any] | None:
     """The answer ``answers`` (``flowc run --answer NAME=VALUE``; ``run(answers=…)``) gives the
     question ``request``, as ``(NAME, VALUE)``, or None: NAME is its step path, else the ``let``
@@ -481,6 +500,11 @@ def given_answer(answers: Mapping[str, Any], request: AskRequest) -> tuple[str, 
     if request.label:
         parts = request.label.split(" › ")
         let, eq, _ = parts[-1].partition(" = ")
+        indexed = indexed_name(request.label)
+        # asked again by a map's items or a loop's rounds: `ok[1]`, or its label (`s › item 1 ›
+        # ok`), before the `let` that answers every item
+        names += [indexed] if indexed else []
+        names += [request.label, request.label.removesuffix(" = ask")]
         names += [let] if eq else []
         names.append(parts[0])
     for name in names:

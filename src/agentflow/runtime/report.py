@@ -557,13 +557,13 @@ class _Report:
             parts.append(self.agent_round(number, calls, warnings))
         parts.append(self.contract_check(s))
         title = (
-            f"{_e(s.name)} · {_e(inp.get('agent') or 'agent')} · {len(rounds)} round(s) "
+            f"{_e(s.name)} · {_e(inp.get('agent') or 'agent')} · {len(rounds)} agent turn(s) "
             f"{_badge(s.status)}"
         )
         return f'<details class="agent" open data-path="{_e(s.path)}"><summary>{title}</summary>{"".join(parts)}</details>'
 
     def agent_round(self, number: int, calls: list[Call], warnings: list[dict[str, Any]]) -> str:
-        out = [f'<div class="round" data-round="{number}"><h3>round {number}</h3>']
+        out = [f'<div class="round" data-round="{number}"><h3>agent turn {number}</h3>']
         for call in [c for c in calls if c.kind == "model" and c.round == number]:
             d = call.data
             out.append(

@@ -21,6 +21,7 @@ from agentflow.core.vocabulary import Code
 from agentflow.errors import InputError, RunError, run_error_of
 from agentflow.runtime.durable.answers import question_key
 from agentflow.runtime.durable.records import lost_start_message, start_lost_secret
+from agentflow.runtime.hooks import indexed_name
 
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan
@@ -117,24 +118,6 @@ class Question:
         if indexed:
             found.add(indexed)
         return frozenset(found)
-
-
-#: the label segments of an ask the run asks again: a ``map``/``reduce`` item, a ``loop`` round
-_REPEATED = re.compile(r"^(item|round) \d+$")
-
-
-def indexed_name(label: str) -> str | None:
-    """The name of an ask a map's items or a loop's rounds ask again, in the `.flow`'s terms:
-    its ``let`` with the number of each ``item N`` / ``round N`` segment of its ``label``, in
-    order (``ok[1]`` of ``s › item 1 › ok = ask``, ``ok[0][2]`` of ``s › item 0 › round 2 ›
-    ok = ask``); None for an ask asked once or bound to no ``let`` (docs/reference/cli.md
-    "flowc answer")."""
-    parts = label.split(" › ")
-    name, eq, _ = parts[-1].partition(" = ")
-    numbers = [p.split(" ")[1] for p in parts[:-1] if _REPEATED.match(p)]
-    if not eq or not name or not numbers:
-        return None
-    return name + "".join(f"[{n}]" for n in numbers)
 
 
 def answer_name(path: str, label: str | None, others: Iterable[tuple[str, str | None]] = ()) -> str:
