@@ -155,7 +155,7 @@ def test_report_of_a_twenty_item_map_run_loads_without_console_errors(
     assert any(b[0] < a[1] for a, b in zip(starts, starts[1:], strict=False))
     # the conversation of the note that called a tool shows the call and its error result
     card = browser.find_element("css selector", "details.agent[data-path='E0/do.3']")
-    assert "read_file" in card.text and "round 2" in card.text
+    assert "read_file" in card.text and "agent turn 2" in card.text
     assert "conforms to Summary" in card.text
     svg = browser.find_elements("css selector", "#graph svg")
     assert svg and "summariser" in svg[0].get_attribute("textContent")
@@ -186,7 +186,7 @@ def test_report_of_the_bug_triage_example_shows_every_step(browser, tmp_path):
     investigator = agents[0].text
     for tool in ("builtin__list_dir", "builtin__grep", "builtin__read_file"):
         assert tool in investigator
-    assert "round 4" in investigator and "conforms to Reproduction" in investigator
+    assert "agent turn 4" in investigator and "conforms to Reproduction" in investigator
     assert "drafted a fix" in browser.find_element("css selector", "#output").text
 
 
