@@ -342,15 +342,15 @@ def _check_answer_names(plan: Plan, answers: Mapping[str, Any]) -> None:
             if step.tool_name == "ask":
                 paths.add(path)
                 names.update(str(step.meta[k]) for k in ("name", "stage") if step.meta.get(k))
+    # a step path inside a map's item or a loop's round (`E0/do.1`) starts at a step of its own
+    firsts = {path.split("/", 1)[0] for path, _ in plan.iter_steps()}
     for name in answers:
         base = _INDEXED.match(name)  # `ok[1]`: the ask of `let ok` in item 1 of a map
         last = name.split(" › ")[-1].removesuffix(" = ask")  # a label: `s › item 1 › ok`
         if base is not None and base.group(1) in names or " › " in name and last in names:
             continue
-        if "/" in name and name.split("/", 1)[0] in {
-            p.split("/", 1)[0] for p in paths | _outer(plan)
-        }:
-            continue  # a step path inside a map's item or a loop's round (`E0/do.1`)
+        if "/" in name and name.split("/", 1)[0] in firsts:
+            continue
         if name not in names | paths:
             asks = ", ".join(sorted(names) or sorted(paths)) or "none"
             raise InputError(
@@ -361,11 +361,6 @@ def _check_answer_names(plan: Plan, answers: Mapping[str, Any]) -> None:
 
 #: An indexed answer name: a `let` and the item/round numbers of a map or loop it is asked in
 _INDEXED = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\[\d+\])+$")
-
-
-def _outer(plan: Plan) -> set[str]:
-    """The step paths of ``plan``'s own steps: the first segment of a path asked inside one."""
-    return {path for path, _ in plan.iter_steps()}
 
 
 def _prepare(

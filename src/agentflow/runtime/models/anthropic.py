@@ -259,7 +259,7 @@ async def read_anthropic_stream(events: Any, on_delta: Any, chunks: list[str]) -
                     partial_json[index] = []
         elif kind == "content_block_delta":
             index = _event_index(item, 0)
-            delta = _event_object(item, "delta", kind)
+            delta = event_object(item, "delta", kind)
             block = blocks.setdefault(index, {"type": "text", "text": ""})
             dtype = event_text(delta, "type", "a content_block_delta's delta")
             if dtype == "text_delta":
@@ -285,7 +285,7 @@ async def read_anthropic_stream(events: Any, on_delta: Any, chunks: list[str]) -
                 except (ValueError, RecursionError):
                     blocks[index]["input"] = text  # kept raw: the agent loop reports it
         elif kind == "message_delta":
-            delta = _event_object(item, "delta", kind)
+            delta = event_object(item, "delta", kind)
             for key in ("stop_reason", "stop_sequence"):
                 if key in delta:
                     message[key] = event_text(delta, key, "a message_delta's delta") or None
@@ -318,16 +318,6 @@ def _event_index(item: dict[str, Any], default: int) -> int:
     if type(index) is not int or index < 0:
         raise malformed_event(f"{item.get('type')}'s index should be a whole number ≥ 0")
     return index
-
-
-def _event_object(item: dict[str, Any], key: str, kind: str) -> dict[str, Any]:
-    """An event's object field ``key`` (``{}`` when it is absent or null)."""
-    value = item.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise malformed_event(f"{kind}'s {key} should be an object")
-    return value
 
 
 def _event_text(delta: dict[str, Any], key: str) -> str:
