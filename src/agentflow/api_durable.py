@@ -117,7 +117,8 @@ def durable_run_database(
     if entry.database is None and toml is None:
         return RunDatabase(url)
     try:
-        other = database_for(load_config(toml), entry.database)
+        loaded = load_config(toml)
+        other = database_for(loaded, entry.database)
     except FlowError:
         return RunDatabase(url)  # its flow.toml is broken now: the current directory's
     if other == url or holds_run(other, run_id) is False:
@@ -125,7 +126,7 @@ def durable_run_database(
     # started with a database of its own (--database), or its flow.toml names another one now
     # (a relative `sqlite:///` URL was once the current directory's): named, not its
     # flow.toml's, so the note's command finds it
-    by_config = toml is not None and not (entry.own and entry.database) and _names(toml, entry)
+    by_config = toml is not None and not (entry.own and entry.database) and _names(loaded, entry)
     where = f"{_shown(toml or '')}'s database" if by_config else _shown(entry.database or "")
     return RunDatabase(
         other,
@@ -135,16 +136,25 @@ def durable_run_database(
     )
 
 
-def _names(toml: str | None, entry: Any) -> bool:
-    """Whether ``toml`` (a run's recorded flow.toml) names the SQLite file ``entry`` (its
-    index line) recorded, as it reads now: a command given ``--config`` finds the run there."""
+def _names(config: Config, entry: Any) -> bool:
+    """Whether ``config`` (a run's recorded flow.toml, loaded) names the SQLite file ``entry``
+    (its index line) recorded, as it reads now: a command given ``--config`` finds the run
+    there (False when its database cannot be said: an unset variable)."""
     if entry.database is None:
         return True  # PostgreSQL or Temporal: the flow.toml is the only name of it
     try:
-        url = database_for(load_config(toml))
+        url = database_for(config)
     except FlowError:
         return False
     return url.split("?", 1)[0] == f"sqlite:///{entry.database}"
+
+
+def _config_names(entry: Any) -> bool:
+    """:func:`_names` of ``entry``'s own flow.toml; False when it no longer loads."""
+    try:
+        return _names(load_config(entry.config), entry)
+    except FlowError:
+        return False
 
 
 def _shown(path: str) -> str:
@@ -160,7 +170,7 @@ def recent_durable_databases(limit: int = 3) -> list[Any]:
     newest first: :class:`agentflow.runtime.run_index.IndexEntry` each (``flowc runs``
     names them where it finds no runs)."""
     return [
-        e if e.own or e.config is None or _names(e.config, e) else dataclasses.replace(e, own=True)
+        e if e.own or e.config is None or _config_names(e) else dataclasses.replace(e, own=True)
         for e in recent(limit)
     ]  # a flow.toml that names another database now: the run's own is named instead
 
