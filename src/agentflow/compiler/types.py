@@ -601,6 +601,23 @@ def literal_str(v: Any) -> str:
     return "null" if v is None else _literal_str(v)
 
 
+#: What one :func:`assignable` call has decided so far: ``(id(src), id(dst))`` → ``(src, dst,
+#: fits)`` (the two types kept so that their ids stay theirs for the call). Without it a literal
+#: nested N levels deep against a recursive union (``type Expr = Lit | Add | Mul`` with ``Add {
+#: l: Expr, r: Expr }``) is checked again under every member tried at every level: 2^N.
+_Memo = dict[tuple[int, int], tuple["Type", "Type", bool]]
+
+
+def _remember(
+    memo: _Memo, key: tuple[int, int], src: Type, dst: Type, fits: bool, seen: set[Any]
+) -> None:
+    """Keep a decision that holds whatever the call goes on to decide: a "no" always (a pair
+    assumed to fit, ``seen``, only ever turns a "no" into a "yes"), a "yes" only when it was
+    reached with no such assumption open (a "yes" under one holds only if that pair fits)."""
+    if not fits or not seen:
+        memo[key] = (src, dst, fits)
+
+
 def assignable(src: Type, dst: Type, env: TypeEnv | None = None) -> bool:
     """True when a value of type ``src`` may be used where ``dst`` is expected
     (docs/spec/LANGUAGE.md §3).
@@ -612,10 +629,10 @@ def assignable(src: Type, dst: Type, env: TypeEnv | None = None) -> bool:
     and closed (every required field present and assignable, no unknown field); a union source
     needs every member assignable, a union target any member.
     """
-    return _assignable(src, dst, env or _EMPTY_ENV, set())
+    return _assignable(src, dst, env or _EMPTY_ENV, set(), {})
 
 
-def _assignable(src: Type, dst: Type, env: TypeEnv, seen: set[Any]) -> bool:
+def _assignable(src: Type, dst: Type, env: TypeEnv, seen: set[Any], memo: _Memo) -> bool:
     if src is dst or src == dst:
         return True
     if isinstance(src, (ErrorType, NeverType)) or isinstance(dst, ErrorType):
@@ -628,23 +645,31 @@ def _assignable(src: Type, dst: Type, env: TypeEnv, seen: set[Any]) -> bool:
             return True
         seen = seen | {key}
     if isinstance(src, NamedRef):
-        return _assignable(env.resolve(src), dst, env, seen)
+        return _assignable(env.resolve(src), dst, env, seen, memo)
     if isinstance(dst, NamedRef):
-        return _assignable(src, env.resolve(dst), env, seen)
+        return _assignable(src, env.resolve(dst), env, seen, memo)
     if isinstance(src, UnionType):
-        return all(_assignable(m, dst, env, seen) for m in src.members)
+        return all(_assignable(m, dst, env, seen, memo) for m in src.members)
     if isinstance(dst, OptionalType):
         if src == NULL:
             return True
         if isinstance(src, OptionalType):
-            return _assignable(src.inner, dst.inner, env, seen)
-        return _assignable(src, dst.inner, env, seen)
+            return _assignable(src.inner, dst.inner, env, seen, memo)
+        return _assignable(src, dst.inner, env, seen, memo)
     if isinstance(dst, UnionType):
         if src == NULL and NULL in dst.members:
             return True
         if isinstance(src, OptionalType):
-            return _assignable(NULL, dst, env, seen) and _assignable(src.inner, dst, env, seen)
-        return any(_assignable(src, m, env, seen) for m in dst.members)
+            return _assignable(NULL, dst, env, seen, memo) and _assignable(
+                src.inner, dst, env, seen, memo
+            )
+        key = (id(src), id(dst))
+        known = memo.get(key)
+        if known is not None:
+            return known[2]
+        fits = any(_assignable(src, m, env, seen, memo) for m in dst.members)
+        _remember(memo, key, src, dst, fits, seen)
+        return fits
     if isinstance(src, OptionalType):
         return False
     if isinstance(src, LiteralType):
@@ -655,7 +680,7 @@ def _assignable(src: Type, dst: Type, env: TypeEnv, seen: set[Any]) -> bool:
             )
         if src.base == TEXT and dst in (PATH, MEMBER):
             return True
-        return _assignable(src.base, dst, env, seen)
+        return _assignable(src.base, dst, env, seen, memo)
     if isinstance(src, Prim) and isinstance(dst, Prim):
         if src == INT and dst == NUMBER:
             return True
@@ -663,20 +688,57 @@ def _assignable(src: Type, dst: Type, env: TypeEnv, seen: set[Any]) -> bool:
             return True
         return False
     if isinstance(src, ListType) and isinstance(dst, ListType):
-        return _assignable(src.elem, dst.elem, env, seen)
+        return _assignable(src.elem, dst.elem, env, seen, memo)
     if isinstance(src, MapType) and isinstance(dst, MapType):
-        return _assignable(src.value, dst.value, env, seen)
+        return _assignable(src.value, dst.value, env, seen, memo)
     if isinstance(src, ObjectType) and isinstance(dst, MapType):
-        return all(_assignable(f.type, dst.value, env, seen) for f in src.fields.values())
+        return all(_assignable(f.type, dst.value, env, seen, memo) for f in src.fields.values())
     if isinstance(src, VerdictType):
         return isinstance(dst, VerdictType) or (
-            isinstance(dst, ObjectType) and _assignable(VERDICT_OBJECT, dst, env, seen)
+            isinstance(dst, ObjectType) and _assignable(VERDICT_OBJECT, dst, env, seen, memo)
         )
     if isinstance(src, ObjectType) and isinstance(dst, ObjectType):
-        return not object_mismatches(src, dst, env, seen)
+        key = (id(src), id(dst))
+        known = memo.get(key)
+        if known is not None:
+            return known[2]
+        fits = _object_fits(src, dst, env, seen, memo)
+        _remember(memo, key, src, dst, fits, seen)
+        return fits
     if isinstance(src, RangeType) and isinstance(dst, RangeType):
-        return _assignable(src.elem, dst.elem, env, seen)
+        return _assignable(src.elem, dst.elem, env, seen, memo)
     return False
+
+
+def _shallow(t: Type) -> bool:
+    """Whether ``t`` is decided without walking a nested type (a literal, a primitive)."""
+    return isinstance(t, (LiteralType, Prim))
+
+
+def _object_fits(
+    src: ObjectType, dst: ObjectType, env: TypeEnv, seen: set[Any], memo: _Memo
+) -> bool:
+    """``not object_mismatches(src, dst)``, deciding the cheap parts first and stopping at the
+    first problem: the keys, then the fields a literal or a primitive decides (the tag of a
+    discriminated union, ``kind: "add"``), and only then the nested ones."""
+    fields = dst.fields
+    for name, f in fields.items():
+        if name not in src.fields and not f.optional:
+            return False
+    for name in src.fields:
+        if name not in fields:
+            return False
+    nested: list[tuple[Field, Field]] = []
+    for name, sf in src.fields.items():
+        f = fields[name]
+        if sf.optional and not f.optional:
+            return False
+        if _shallow(sf.type) or _shallow(f.type):
+            if not _assignable(sf.type, f.type, env, seen, memo):
+                return False
+        else:
+            nested.append((sf, f))
+    return all(_assignable(sf.type, f.type, env, seen, memo) for sf, f in nested)
 
 
 def object_mismatches(
@@ -686,13 +748,14 @@ def object_mismatches(
     ``"missing"``, ``"unknown"`` or ``"type"``; empty when assignable."""
     env = env or _EMPTY_ENV
     seen = seen if seen is not None else set()
+    memo: _Memo = {}
     problems: list[tuple[str, str]] = []
     for name, f in dst.fields.items():
         sf = src.fields.get(name)
         if sf is None:
             if not f.optional:
                 problems.append(("missing", name))
-        elif not _assignable(sf.type, f.type, env, seen):
+        elif not _assignable(sf.type, f.type, env, seen, memo):
             problems.append(("type", name))
         elif sf.optional and not f.optional:
             problems.append(("type", name))
