@@ -663,12 +663,12 @@ def _assignable(src: Type, dst: Type, env: TypeEnv, seen: set[Any], memo: _Memo)
             return _assignable(NULL, dst, env, seen, memo) and _assignable(
                 src.inner, dst, env, seen, memo
             )
-        key = (id(src), id(dst))
-        known = memo.get(key)
+        pair = (id(src), id(dst))
+        known = memo.get(pair)
         if known is not None:
             return known[2]
         fits = any(_assignable(src, m, env, seen, memo) for m in dst.members)
-        _remember(memo, key, src, dst, fits, seen)
+        _remember(memo, pair, src, dst, fits, seen)
         return fits
     if isinstance(src, OptionalType):
         return False
@@ -698,12 +698,12 @@ def _assignable(src: Type, dst: Type, env: TypeEnv, seen: set[Any], memo: _Memo)
             isinstance(dst, ObjectType) and _assignable(VERDICT_OBJECT, dst, env, seen, memo)
         )
     if isinstance(src, ObjectType) and isinstance(dst, ObjectType):
-        key = (id(src), id(dst))
-        known = memo.get(key)
+        pair = (id(src), id(dst))
+        known = memo.get(pair)
         if known is not None:
             return known[2]
         fits = _object_fits(src, dst, env, seen, memo)
-        _remember(memo, key, src, dst, fits, seen)
+        _remember(memo, pair, src, dst, fits, seen)
         return fits
     if isinstance(src, RangeType) and isinstance(dst, RangeType):
         return _assignable(src.elem, dst.elem, env, seen, memo)
