@@ -14,6 +14,7 @@ from typing import Any, cast
 
 from agentflow.compiler import check_errors
 from agentflow.compiler.checker_shared import CheckerShared
+from agentflow.compiler.constants import constant_number
 from agentflow.compiler.symbols import suggest
 from agentflow.compiler.types import (
     BOOL,
@@ -67,6 +68,7 @@ from agentflow.core.vocabulary import (
     MIN_INT,
 )
 from agentflow.grammar import ast
+from agentflow.grammar.written import expr_text
 
 
 def literal_const(expr: ast.Expr | None) -> tuple[bool, Any]:
@@ -361,14 +363,16 @@ class ExpressionChecks(CheckerShared):
         else:
             lt = self.infer(e.left)
             rt = self.infer(e.right)
-        divisor = e.right
-        while isinstance(divisor, ast.Unary) and divisor.op == "-":  # `-0` is 0 too
-            divisor = divisor.operand
-        if op in ("/", "%") and isinstance(divisor, ast.NumberLit) and divisor.value == 0:
+        if op in ("/", "%") and constant_number(e.right) == 0:  # `0`, `-0`, `(1 - 1)`, `2 * 0.0`
+            divisor = e.right
+            while isinstance(divisor, ast.Unary) and divisor.op == "-":  # `-0` is 0 too
+                divisor = divisor.operand
             what = "division" if op == "/" else "modulo"
             self.report(
                 D.DIVISION_BY_ZERO,
-                f"{what} by zero: the divisor is the literal `{divisor.value}`",
+                f"{what} by zero: the divisor is the literal `{divisor.value}`"
+                if isinstance(divisor, ast.NumberLit)
+                else f"{what} by zero: the divisor `{expr_text(e.right)}` is always 0",
                 e.right.span,
                 hint="it always fails at run time (`arithmetic`): divide by a value that is not "
                 "zero, guarding one that may be: `if d != 0 then n / d else 0`",

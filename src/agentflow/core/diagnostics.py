@@ -184,7 +184,9 @@ INVALID_CONFIG = _register(
     "a flow.toml the flow's run would read that does not load (`flowc check`)",
 )
 DIVISION_BY_ZERO = _register(
-    "division-by-zero", "error", "a division or modulo whose divisor is the literal `0`"
+    "division-by-zero",
+    "error",
+    "a division or modulo whose divisor is `0`: the literal or constant arithmetic (`1 - 1`)",
 )
 
 # Plan files (docs/spec/PLAN_IR.md §1–6): what `flowc plan validate`, the loader and tool

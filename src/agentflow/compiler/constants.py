@@ -1,0 +1,80 @@
+"""Constant folding of pure literal arithmetic, for the checker's ``division-by-zero``.
+
+:func:`constant_number` computes the value an expression made only of number literals, prefix
+``-`` and ``+ - * / %`` has at run time — with the run-time evaluator's rules
+(``runtime/expressions.py``: ``/`` is true division, whole when two ``int`` s divide exactly;
+``%`` is Python's; an ``int`` result past 64 bits when its operands are within them, a float
+overflow and a division by zero are errors) — or None when it has none: anything else in it (a
+name, a call, a text), or a step that fails at run time (that failure, not a zero, is what the
+run meets). docs/diagnostics.md "division-by-zero".
+"""
+
+from __future__ import annotations
+
+import math
+
+from agentflow.core.vocabulary import MAX_INT, MIN_INT
+from agentflow.grammar import ast
+
+__all__ = ["constant_number"]
+
+#: The widest whole number the evaluator computes (bits): past it a result is ``arithmetic``.
+_JSON_INT_BITS = 1024
+
+_Number = int | float
+
+
+def _finite(x: _Number, *operands: _Number) -> _Number | None:
+    """``x`` as the evaluator's ``_finite`` keeps it, or None where it raises."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if not MIN_INT <= x <= MAX_INT and all(
+        isinstance(o, int) and MIN_INT <= o <= MAX_INT for o in operands
+    ):
+        return None
+    return None if x.bit_length() > _JSON_INT_BITS else x
+
+
+def _apply(op: str, a: _Number, b: _Number) -> _Number | None:
+    if op == "+":
+        return _finite(a + b, a, b)
+    if op == "-":
+        return _finite(a - b, a, b)
+    if op == "*":
+        return _finite(a * b, a, b)
+    if b == 0:
+        return None  # its own `division-by-zero` (or a run-time `arithmetic`)
+    if op == "%":
+        return a % b
+    if isinstance(a, int) and isinstance(b, int) and a % b == 0:
+        return _finite(a // b, a, b)
+    try:
+        return _finite(a / b)
+    except OverflowError:
+        return None
+
+
+def constant_number(e: ast.Expr) -> int | float | None:
+    """The number ``e`` evaluates to when it is pure literal arithmetic (``1 - 1``, ``-(2 * 0)``,
+    ``0.5 * 4``), else None. Iterative: a chain of 10,000 operators folds without recursion."""
+    values: dict[int, _Number | None] = {}
+    stack: list[tuple[ast.Expr, bool]] = [(e, False)]
+    while stack:
+        node, ready = stack.pop()
+        if isinstance(node, ast.NumberLit):
+            values[id(node)] = node.value
+        elif isinstance(node, ast.Unary) and node.op == "-":
+            if not ready:
+                stack += [(node, True), (node.operand, False)]
+                continue
+            v = values[id(node.operand)]
+            values[id(node)] = None if v is None else _finite(-v, v)
+        elif isinstance(node, ast.Binary) and node.op in ("+", "-", "*", "/", "%"):
+            if not ready:
+                stack += [(node, True), (node.right, False), (node.left, False)]
+                continue
+            a, b = values[id(node.left)], values[id(node.right)]
+            values[id(node)] = None if a is None or b is None else _apply(node.op, a, b)
+        else:
+            values[id(node)] = None
+    return values[id(e)]
