@@ -16,6 +16,7 @@ raises again with the call as written in front of the message.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Callable
@@ -703,42 +704,136 @@ def _canonical(value: Any, shape: Any = None) -> Any:
     canonical texts are. ``shape`` (default ``"duration"``): ``"duration"``, ``{items: S}`` (a
     list), ``{fields: {name: S, …}}`` (an object, its other fields as they are) or ``{values:
     S}`` (a map); ``null`` stays ``null`` anywhere. The compiler writes it where a comparison's
-    static type holds durations (docs/reference/lexical.md "Durations")."""
-    return _canon(value, "duration" if shape is None else shape, 0)
+    static type holds durations (docs/reference/lexical.md "Durations").
+
+    The shape is read once per call into a plan (:func:`_plan`), not once per element; a part
+    that rewrites nothing (no duration, or only ``null`` or texts already canonical where it
+    says) is the value itself, checked but not copied; each distinct duration text is parsed
+    once (:func:`_duration_canonical`). The errors are those of a walk of the value by the
+    shape, in its order: a bad shape fails only where a value reaches it."""
+    if value is None:
+        return None
+    if shape is None or shape == "duration":
+        return _duration(value)
+    return _plan(shape, 0)[0](value)
 
 
 _SHAPE_KEYS = ("items", "fields", "values")
 
+#: One part of a shape read (:func:`_plan`): a value that is not ``null`` → its canonical form
+#: (the value itself when nothing in it changes), raising as the walk would there.
+_Canon = Callable[[Any], Any]
 
-def _canon(v: Any, shape: Any, depth: int) -> Any:
-    if v is None:
-        return None
+
+@functools.lru_cache(maxsize=4096)
+def _duration_canonical(text: str) -> str:
+    """A duration text in its largest units (parsed once per distinct text)."""
+    return duration_text(_length_ms(text, "value"))
+
+
+def _duration(v: Any) -> Any:
+    if isinstance(v, str):
+        out = _duration_canonical(v)
+        return v if out == v else out
+    return duration_text(_length_ms(v, "value"))  # raises: not a duration
+
+
+def _failing(message: str) -> _Canon:
+    """A part of a shape that is no shape: its error, raised where a value reaches it."""
+
+    def fail(v: Any) -> Any:
+        raise ExprError(message)
+
+    return fail
+
+
+def _plan(shape: Any, depth: int) -> tuple[_Canon, bool]:
+    """The part of ``shape`` at ``depth`` as a function, and whether it ever rewrites a value
+    (False: no ``"duration"`` reachable, it only checks the kinds the shape says and gives the
+    value itself)."""
     if depth > MAX_EXPR_DEPTH:
-        raise ExprError(f"`shape` nests more than {MAX_EXPR_DEPTH} levels")
+        return _failing(f"`shape` nests more than {MAX_EXPR_DEPTH} levels"), False
     if shape == "duration":
-        return duration_text(_length_ms(v, "value"))
+        return _duration, True
     if not (isinstance(shape, dict) and len(shape) == 1 and next(iter(shape)) in _SHAPE_KEYS):
-        raise ExprError(
+        return _failing(
             '`shape` must be "duration", {items: …}, {fields: {…}} or {values: …}, got '
             f"{_shown_shape(shape)}"
-        )
+        ), False
     key, inner = next(iter(shape.items()))
     if key == "items":
+        return _items(*_plan(inner, depth + 1))
+    if key == "values":
+        return _values(*_plan(inner, depth + 1))
+    if not isinstance(inner, dict):
+        return _fields_not_shapes(inner), False
+    return _fields({name: _plan(s, depth + 1) for name, s in inner.items()})
+
+
+def _object(v: Any) -> None:
+    if not isinstance(v, dict):
+        raise ExprError(f"`shape` says an object, got {kind_of(v)}")
+
+
+def _items(each: _Canon, rewrites: bool) -> tuple[_Canon, bool]:
+    def items(v: Any) -> Any:
         if not isinstance(v, list | tuple):
             raise ExprError(f"`shape` says a list, got {kind_of(v)}")
-        out = []
+        out: list[Any] | None = [] if rewrites or isinstance(v, tuple) else None
         for i, x in enumerate(v):
             if not i % _EVERY:
                 checkpoint()
-            out.append(_canon(x, inner, depth + 1))
-        return out
-    if not isinstance(v, dict):
-        raise ExprError(f"`shape` says an object, got {kind_of(v)}")
-    if key == "values":
-        return {k: _canon(x, inner, depth + 1) for k, x in v.items()}
-    if not isinstance(inner, dict):
+            y = None if x is None else each(x)
+            if out is not None:
+                out.append(y)
+        return v if out is None else out
+
+    return items, rewrites
+
+
+def _values(each: _Canon, rewrites: bool) -> tuple[_Canon, bool]:
+    def values(v: Any) -> Any:
+        _object(v)
+        if rewrites:
+            return {k: None if x is None else each(x) for k, x in v.items()}
+        for x in v.values():
+            if x is not None:
+                each(x)
+        return v
+
+    return values, rewrites
+
+
+def _fields_not_shapes(inner: Any) -> _Canon:
+    def fields(v: Any) -> Any:
+        _object(v)
         raise ExprError(f"`fields` must be an object of shapes, got {kind_of(inner)}")
-    return {k: (_canon(x, inner[k], depth + 1) if k in inner else x) for k, x in v.items()}
+
+    return fields
+
+
+def _fields(plans: dict[str, tuple[_Canon, bool]]) -> tuple[_Canon, bool]:
+    rewrites = any(r for _, r in plans.values())
+    single = len(plans) <= 1  # one field read: the order it is read in cannot matter
+
+    def fields(v: Any) -> Any:
+        _object(v)
+        out: dict[str, Any] | None = None
+        named = plans.items() if single else ((k, plans.get(k)) for k in v)
+        for name, plan in named:
+            if plan is None or name not in v:
+                continue
+            x = v[name]
+            if x is None:
+                continue
+            y = plan[0](x)
+            if y is not x:
+                if out is None:
+                    out = dict(v)
+                out[name] = y
+        return v if out is None else out
+
+    return fields, rewrites
 
 
 def _shown_shape(x: Any) -> str:
