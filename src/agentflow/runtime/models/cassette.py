@@ -33,9 +33,9 @@ from agentflow.errors import ConfigError, RunError
 from agentflow.runtime.config import Config, ProviderConfig, ResolvedModel
 from agentflow.runtime.extract import json_depth_exceeds, too_deep_message
 from agentflow.runtime.models.base import (
+    MAX_TOKEN_COUNT,
     ChatRequest,
     ChatResponse,
-    MAX_TOKEN_COUNT,
     ModelClient,
     ToolCall,
     is_token_count,
