@@ -297,6 +297,7 @@ def test_the_console_refuses_what_it_must_and_keeps_its_assets_in_the_package(tm
     assert "default-src 'none'" in page.headers["content-security-policy"]
     # a page elsewhere that names our port under its own name (DNS rebinding) is refused
     assert local.get("/", headers={"host": "evil.example:8421"}).status_code == 421
+    assert local.get("/", headers={"host": "localhost.evil.example"}).status_code == 421
     # a form without the page's token (cross-site request forgery) is refused
     assert local.post("/runs/x/cancel", data={"csrf": "guess"}).status_code == 403
     # bound elsewhere: the token first, then its cookie
@@ -336,3 +337,35 @@ def test_the_console_refuses_what_it_must_and_keeps_its_assets_in_the_package(tm
             ui.wait()
     assets = Path(__file__).resolve().parents[2] / "src/agentflow/ui/assets"
     assert {p.name for p in assets.iterdir()} == {"ui.css", "ui.js"}
+
+
+def test_every_spelling_of_a_loopback_host_is_answered_and_no_other(tmp_path):
+    """docs/reference/ui.md "Safety": loopback names are accepted with or without a port, in
+    any case (host names are case-insensitive), an IPv6 literal with or without its port."""
+    from starlette.testclient import TestClient
+
+    from agentflow.ui.app import Console, build_app
+
+    local = TestClient(build_app(Console(f"sqlite:///{tmp_path / 'none.sqlite'}")))
+    for host in (
+        "127.0.0.1",
+        "127.0.0.1:8421",
+        "localhost",
+        "LOCALHOST:8421",
+        "Localhost",
+        "[::1]",
+        "[::1]:80",
+        "127.0.0.2:9",
+    ):
+        assert local.get("/", headers={"host": host}).status_code == 200, host
+    for host in (
+        "evil.example",
+        "EVIL.example:8421",
+        "[::2]",
+        "[::2]:80",
+        "10.0.0.5",
+        "localhost.evil.example",
+        "[::1",
+        "::1:80",
+    ):
+        assert local.get("/", headers={"host": host}).status_code == 421, host

@@ -402,3 +402,33 @@ def test_non_utf8_or_malformed_cassette_is_a_config_error_with_line(tmp_path):
     cassette.write_text('{"key": "k", "response": ' + DEEP + "}\n", encoding="utf-8")
     res = _invoke(["run", str(flow), "--replay", str(cassette)])
     assert res.exit_code == 1 and f"{cassette}:1:1: not a cassette line" in res.output
+
+
+@pytest.mark.parametrize(
+    ("usage", "said"),
+    [
+        (
+            {"input_tokens": -5, "output_tokens": 10},
+            "`response.usage.input_tokens` is not a token count",
+        ),
+        (
+            {"input_tokens": 5, "output_tokens": 10**30},
+            "`response.usage.output_tokens` is not a token count",
+        ),
+        ({"input_tokens": "lots"}, "`response.usage.input_tokens` is not a token count"),
+        ({"input_tokens": 1.5}, "`response.usage.input_tokens` is not a token count"),
+        ({"cache_read_tokens": True}, "`response.usage.cache_read_tokens` is not a token count"),
+    ],
+)
+def test_a_cassette_line_whose_usage_is_not_token_counts_is_refused(tmp_path, usage, said):
+    """A replayed call's usage is what was recorded: a count that is not one (negative, past
+    1e9, text, a fraction, a bool) is refused with its line like a malformed tool call, never
+    read as 0 tokens (which dropped the call from the run's totals)."""
+    flow = tmp_path / "ok.flow"
+    flow.write_text("stage a -> int { return 1 }\n", encoding="utf-8")
+    cassette = tmp_path / "c.jsonl"
+    line = {"key": "k", "request": {}, "response": {"text": "x", "usage": usage}}
+    cassette.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    res = _invoke(["run", str(flow), "--replay", str(cassette)])
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    assert f"{cassette}:1:1: not a cassette line" in res.output and said in res.output

@@ -44,3 +44,34 @@ def test_no_event_follows_run_finished():
     bus.emit("run_finished")
     assert [e.kind for e in seen] == ["run_finished"]
     assert len(bus.failures) == 1
+
+
+def test_a_failed_sink_is_said_once_when_a_console_shows_warnings(tmp_path):
+    """With a console on stderr the failure is its `!` warning line alone: the bus does not
+    print it a second time (`flowc run --trace /dev/full` said it twice)."""
+    import subprocess
+    import sys
+
+    flow = tmp_path / "e.flow"
+    flow.write_text("flow ee\ninput { n: int }\nstage s -> int {\n  return input.n + 1\n}\n")
+    full = "/dev/full"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agentflow",
+            "run",
+            str(flow),
+            "--input",
+            '{"n": 1}',
+            "--trace",
+            full,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("failed and gets no more events") == 1, done.stderr
+    assert f"!  the trace file '{full}' failed" in done.stderr

@@ -741,8 +741,9 @@ class EventBus:
 
     def publish(self, event: Event) -> None:
         """Deliver ``event`` to every sink that accepts its kind. A sink that raises is removed
-        and said: on stderr when it can take it, in :attr:`failures`, and as a ``warning`` event
-        to the remaining sinks after ``event`` (none after ``run_finished``, the last event)."""
+        and said once: in :attr:`failures`, as a ``warning`` event to the remaining sinks after
+        ``event`` (none after ``run_finished``, the last event), and directly on stderr when no
+        remaining console sink shows that warning and stderr can take it."""
         said: list[str] = []
         for sink in list(self.sinks):
             if not _accepts(sink, event.kind):
@@ -761,10 +762,14 @@ class EventBus:
                 )
                 self.failures.append(message)
                 said.append(message)
-                # said when stderr can take it (a console sink fails because stderr is a closed
+                # said on stderr when no console sink will say it (as the `warning` event
+                # below) and stderr can take it (a console sink fails because stderr is a closed
                 # pipe, and the report of it must not fail the run instead: issue 28)
-                with contextlib.suppress(Exception):
-                    print(f"agentflow: {visible(message)}", file=sys.stderr, flush=True)
+                if event.kind == "run_finished" or not any(
+                    isinstance(s, ConsoleSink) and _accepts(s, "warning") for s in self.sinks
+                ):
+                    with contextlib.suppress(Exception):
+                        print(f"agentflow: {visible(message)}", file=sys.stderr, flush=True)
         if event.kind == "run_finished":
             return  # nothing follows a run's last event (`failures` keeps what failed)
         for message in said:  # after the event itself, so every sink sees events in order

@@ -155,8 +155,15 @@ def json_number_problem(value: Any, where: str = "input") -> str | None:
         if isinstance(cur, bool):
             continue
         if isinstance(cur, float) and not math.isfinite(cur):
-            name = "NaN" if cur != cur else ("Infinity" if cur > 0 else "-Infinity")
-            return f"{at}: `{name}` is not a JSON number"
+            if cur != cur:
+                return f"{at}: `NaN` is not a JSON number"
+            # parsed already: `Infinity` itself, or a number too large for a float (`1e999`
+            # overflows to infinity when a JSON parser reads it, as MCP's does): say both
+            sign = "" if cur > 0 else "-"
+            return (
+                f"{at}: a number too large for a float (`{sign}1e999` …) or `{sign}Infinity`"
+                " is not a JSON number; the largest is about 1.8e308"
+            )
         if isinstance(cur, int) and not MIN_INT <= cur <= MAX_INT:
             try:
                 _bounded_int(str(cur))

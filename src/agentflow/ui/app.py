@@ -54,9 +54,21 @@ STREAM_S = 30.0
 RETRY_MS = 500
 
 
+def host_of(header: str) -> str:
+    """The host name of a ``Host`` header, without its port and lower-cased (host names are
+    case-insensitive): ``"[::1]:8080"`` → ``"[::1]"``, ``"[::1]"`` → ``"[::1]"``,
+    ``"LOCALHOST:80"`` → ``"localhost"`` (docs/reference/ui.md "Safety")."""
+    header = header.strip().lower()
+    if header.startswith("["):  # an IPv6 literal: its port, if any, follows the bracket
+        end = header.find("]")
+        return header[: end + 1] if end >= 0 else ""  # no closing bracket: no host
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
 def is_loopback(host: str) -> bool:
-    """True for ``localhost`` and loopback addresses (``127.0.0.1``, ``::1`` …)."""
-    if host == "localhost":
+    """True for ``localhost`` and loopback addresses (``127.0.0.1``, ``::1`` …); ``host`` as
+    :func:`host_of` gives it."""
+    if host in ("localhost", "localhost."):
         return True
     try:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
@@ -122,7 +134,7 @@ def build_app(console: Console) -> Any:
 
     def refused(request: Request) -> Response | None:
         """Why ``request`` may not be served (a response), or None."""
-        host = (request.headers.get("host") or "").rsplit(":", 1)[0]
+        host = host_of(request.headers.get("host") or "")
         if console.token is None:
             if not is_loopback(host):  # DNS rebinding: a page elsewhere naming our address
                 return PlainTextResponse("flowc ui answers loopback names only", 421)

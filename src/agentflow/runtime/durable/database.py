@@ -299,12 +299,25 @@ def attach(url: str, run_id: str | None = None) -> None:
 
 
 def safe_url(url: str) -> str:
-    """``url`` without a password."""
-    if "@" in url and "://" in url:
-        scheme, rest = url.split("://", 1)
-        creds, host = rest.rsplit("@", 1)
-        return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
-    return url
+    """``url`` as it may be shown: a password in its user part is ``***``
+    (``postgresql://u:***@h/db``), as is a ``password=`` query parameter (libpq reads one
+    there too); a URL with no password is shown as given (``postgresql://u@h/db``)."""
+    if "://" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    cut = min((i for i in (rest.find("/"), rest.find("?"), rest.find("#")) if i >= 0), default=-1)
+    netloc, tail = (rest, "") if cut < 0 else (rest[:cut], rest[cut:])
+    if "@" in netloc:
+        creds, host = netloc.rsplit("@", 1)
+        if ":" in creds:
+            creds = f"{creds.split(':', 1)[0]}:***"
+        netloc = f"{creds}@{host}"
+    tail = _PASSWORD_PARAM.sub(r"\1***", tail)
+    return f"{scheme}://{netloc}{tail}"
+
+
+#: a ``password=…`` parameter of a URL's query (libpq's connection parameters)
+_PASSWORD_PARAM = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)
 
 
 def process_executor(run_id: str) -> str:

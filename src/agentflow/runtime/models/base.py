@@ -50,6 +50,14 @@ MAX_TOKEN_COUNT = 1_000_000_000
 _bad_counts: ContextVar[list[Any] | None] = ContextVar("agentflow_bad_token_counts", default=None)
 
 
+def is_token_count(value: Any) -> bool:
+    """True when ``value`` is a token count :func:`token_count` takes as it is: a non-negative
+    whole number up to :data:`MAX_TOKEN_COUNT` (an int, or a float with no fraction)."""
+    if isinstance(value, float):
+        return value.is_integer() and 0 <= value <= MAX_TOKEN_COUNT
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKEN_COUNT
+
+
 def token_count(value: Any) -> int:
     """A token count from a reply's usage: a non-negative whole number up to
     :data:`MAX_TOKEN_COUNT` (an int, or a float with no fraction), else 0 — a malformed usage
@@ -58,10 +66,8 @@ def token_count(value: Any) -> int:
     :func:`collect_bad_counts` collects, noted there: the reply's usage is then *unknown*."""
     if value is None:
         return 0
-    if isinstance(value, float) and value.is_integer() and 0 <= value <= MAX_TOKEN_COUNT:
+    if is_token_count(value):
         return int(value)
-    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKEN_COUNT:
-        return value
     bad = _bad_counts.get()
     if bad is not None:
         bad.append(value)

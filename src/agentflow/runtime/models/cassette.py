@@ -33,10 +33,12 @@ from agentflow.errors import ConfigError, RunError
 from agentflow.runtime.config import Config, ProviderConfig, ResolvedModel
 from agentflow.runtime.extract import json_depth_exceeds, too_deep_message
 from agentflow.runtime.models.base import (
+    MAX_TOKEN_COUNT,
     ChatRequest,
     ChatResponse,
     ModelClient,
     ToolCall,
+    is_token_count,
     token_count,
 )
 from agentflow.runtime.models.router import ModelRouter, RoutedClient
@@ -127,8 +129,16 @@ def response_problem(data: Any) -> str | None:
         for c in calls
     ):
         return "`response.tool_calls` is not a list of {id, name, arguments}"
-    if not isinstance(data.get("usage") or {}, dict):
+    usage = data.get("usage") or {}
+    if not isinstance(usage, dict):
         return "`response.usage` is not an object"
+    for key in _USAGE_KEYS:  # replayed as recorded: a count that is not one is refused here,
+        value = usage.get(key)  # as a bad tool call is, never read as 0 tokens
+        if value is not None and not is_token_count(value):
+            return (
+                f"`response.usage.{key}` is not a token count (a whole number from 0 to "
+                f"{MAX_TOKEN_COUNT:,}): {value!r}"[:200]
+            )
     chunks = data.get("chunks")
     if chunks is not None and not (
         isinstance(chunks, list) and all(isinstance(c, str) for c in chunks)
@@ -155,6 +165,16 @@ def response_from(data: dict[str, Any]) -> ChatResponse:
         raw=data.get("raw"),
         chunks=data.get("chunks"),
     )
+
+
+#: the token counts a cassette line's ``response.usage`` may hold
+_USAGE_KEYS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+)
 
 
 def _usage_from(usage: dict[str, Any]) -> dict[str, int]:
