@@ -44,6 +44,7 @@ from agentflow.compiler.check_memo import RecordingDict, RecordingSet, StageMemo
 from agentflow.compiler.check_narrowing import NarrowingChecks
 from agentflow.compiler.check_statements import StatementChecks
 from agentflow.compiler.check_types import TypeChecks
+from agentflow.compiler.check_user_functions import FnSig, UserFunctionChecks
 from agentflow.compiler.checker_shared import Frame, Narrowing, Var
 from agentflow.compiler.symbols import Symbol, ToolSig
 from agentflow.compiler.types import (
@@ -115,6 +116,9 @@ class CheckResult:
     type_decls: dict[str, ast.TypeDecl | ast.ExternType] = field(default_factory=dict)
     #: the file's imports (``compiler.imports.Imports``), None without ``import`` items
     imports: Any = None
+    #: the user functions in scope by name (``fn``: docs/reference/functions.md "User
+    #: functions"), this file's and imported ones
+    functions: dict[str, FnSig] = field(default_factory=dict)
 
     @property
     def errors(self) -> list[Diagnostic]:
@@ -171,6 +175,7 @@ class Checker(
     AgentChecks,
     FunctionChecks,
     NarrowingChecks,
+    UserFunctionChecks,
 ):
     """The checker of one module: its state, and :meth:`check`, the phases in order."""
 
@@ -260,6 +265,8 @@ class Checker(
         self.build_object_types()
         self.declare_uses_and_stages()
         self.declare_tools()
+        self.declare_user_functions()
+        self.check_user_functions()
         self.check_input()
         self.check_settings()
         self.check_stages()
@@ -305,6 +312,7 @@ class Checker(
             evals=self.evals,
             type_decls=self.type_decls,
             imports=self.imports,
+            functions=dict(self.user_fns),
         )
 
 

@@ -196,6 +196,12 @@ class CheckerShared:
     def not_a_function_call(self, e: ast.Call) -> bool:
         raise NotImplementedError
 
+    def user_function_hint(self, name: str) -> str | None:
+        raise NotImplementedError
+
+    def user_function_misuse(self, e: ast.Call) -> bool:
+        raise NotImplementedError
+
     def object_type(
         self,
         t: ast.ObjectType,
