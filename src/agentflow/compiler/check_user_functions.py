@@ -1,4 +1,4 @@
-"""User functions in the checker: ``fn name(p: T, …) -> R = body`` (docs/reference/functions.md
+"""User functions in the checker: ``fn name(p: T, …) -> R = body`` (docs/reference/programs.md
 "User functions", docs/decisions.md "User functions").
 
 Two phases and one typing rule, composed into :class:`~agentflow.compiler.checker.Checker` like

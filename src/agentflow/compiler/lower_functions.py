@@ -1,4 +1,4 @@
-"""Lowering's user functions (docs/reference/functions.md "User functions", docs/decisions.md
+"""Lowering's user functions (docs/reference/programs.md "User functions", docs/decisions.md
 "User functions"): a call stays a call in its template (``rank(E0.severity)``), and each
 function is written once in the plan's ``functions`` section — its parameters' names and its
 body as an expression over them (docs/spec/PLAN_IR.md "functions") — which the runtime's

@@ -317,7 +317,7 @@ class FuncCall(Expr):
 @dataclass(slots=True, eq=False)
 class UserCall(Expr):
     """``name(a, b, …)`` of a name that is no library function, with positional arguments only
-    (at least one): a call of a user function ``fn name(…)`` (docs/reference/functions.md "User
+    (at least one): a call of a user function ``fn name(…)`` (docs/reference/programs.md "User
     functions"). The checker reports it as the parser used to read it — a tool called without
     named arguments, an unknown function — when ``name`` is no user function. ``function`` is
     set by the plan loader (:mod:`agentflow.ir.functions`) on its own copy of a template: the
@@ -702,7 +702,7 @@ class ExternTool(Item):
 
 @dataclass(slots=True, eq=False)
 class FnDecl(Item):
-    """``fn name(p: T, …) -> R = body`` (docs/reference/functions.md "User functions"): a pure
+    """``fn name(p: T, …) -> R = body`` (docs/reference/programs.md "User functions"): a pure
     function of its parameters, called positionally (:class:`UserCall`)."""
 
     name: Ident

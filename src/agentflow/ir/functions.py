@@ -1,5 +1,5 @@
 """A plan's ``functions`` (docs/spec/PLAN_IR.md "functions"): the user functions of a `.flow`
-(docs/reference/functions.md "User functions") parsed once at load time, checked (each body
+(docs/reference/programs.md "User functions") parsed once at load time, checked (each body
 reads only its parameters, calls only library functions and the plan's functions, none of them
 reaches itself), and bound to the calls of the plan's templates.
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentflow.core.diagnostics import did_you_mean
-from agentflow.core.functions import FUNCTIONS
+from agentflow.core.functions import FUNCTIONS, function_hint
 from agentflow.grammar import ast
 
 __all__ = [
@@ -72,8 +72,8 @@ def call_problem(call: ast.UserCall, known: dict[str, int]) -> tuple[str, str | 
         return (
             f"unknown function `{call.name}`",
             _close(call.name, known)
-            or "a plan's `functions` and the library functions (docs/reference/functions.md) "
-            "can be called",
+            or "the library functions are in docs/reference/functions.md; a plan's own are "
+            "its `functions`",
         )
     if count != len(call.args):
         return (
@@ -85,7 +85,13 @@ def call_problem(call: ast.UserCall, known: dict[str, int]) -> tuple[str, str | 
 
 
 def _close(name: str, known: dict[str, int]) -> str | None:
-    return did_you_mean(name, [*known, *FUNCTIONS])
+    """"did you mean" a function of the plan, else a library function (also for the names
+    other languages use: ``toUpperCase``)."""
+    mine = did_you_mean(name, list(known))
+    if mine:
+        return mine
+    meant = function_hint(name)
+    return f"did you mean `{meant}`? `{FUNCTIONS[meant].signature}`" if meant else None
 
 
 def function_cycles(calls: dict[str, list[str]]) -> list[list[str]]:

@@ -152,7 +152,7 @@ class BudgetLimits(BaseModel):
 
 class PlanFunction(BaseModel):
     """One of a plan's ``functions`` (docs/spec/PLAN_IR.md "functions"): a user function of the
-    `.flow` (docs/reference/functions.md "User functions"), its parameters' names and its body,
+    `.flow` (docs/reference/programs.md "User functions"), its parameters' names and its body,
     a pure expression over them, which a template's call ``name(a, …)`` runs with the
     parameters bound. ``meta.source`` is where the `.flow` declared it."""
 

@@ -420,15 +420,13 @@ class _Validator:
             calls[name] = [c.name for c in calls_in(body) if c.name in known]
             source = fn.meta.get("source") if isinstance(fn.meta, dict) else None
             table[name] = Function(name, tuple(params), body, source if isinstance(source, str) else None)
-        for cycle in function_cycles(calls):
+        for cycle in function_cycles(calls):  # a plan with one never loads: every call ends
             self.problem(
                 (*path, "functions", cycle[0]),
                 "function calls itself: " + " → ".join(cycle),
                 key=True,
                 code=PLAN_CYCLE,
             )
-            for n in cycle:
-                table.pop(n, None)  # never run: evaluation stays bounded
         for fn in table.values():
             fn.body = bind_calls(fn.body, table)
         return table
