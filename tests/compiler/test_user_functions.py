@@ -197,3 +197,44 @@ def test_fmt_lays_out_a_function_and_round_trips():
     assert "/// ranks\nfn rank" in once
     assert format_source(once, "f.flow") == once
     assert check_source(once, "f.flow").ok
+
+
+LIB = """\
+type Severity = "low" | "medium" | "high"
+fn base(s: Severity) -> int = if s == "high" then 3 else 1
+fn rank(s: Severity) -> int = base(s) * 10
+"""
+
+
+def _project(tmp_path, main: str):  # type: ignore[no-untyped-def]
+    (tmp_path / "lib.flow").write_text(LIB)
+    path = tmp_path / "main.flow"
+    path.write_text(main)
+    return path
+
+
+def test_an_imported_function_brings_its_types_and_the_functions_it_calls(tmp_path):
+    main = 'import { rank, Severity } from "./lib.flow"\nstage s -> int { return rank("high") }\n'
+    path = _project(tmp_path, main)
+    result = api.check(str(path))
+    assert result.diagnostics == []
+    plan = api.compile_flow(str(path)).plan
+    assert set(plan["functions"]) == {"rank", "base"}
+    assert plan["functions"]["base"]["meta"]["source"] == "lib.flow:2:4"
+
+
+def test_a_function_brought_by_another_is_not_a_name_of_the_importer(tmp_path):
+    main = 'import { rank } from "./lib.flow"\nstage s -> int { return base("low") + rank("low") }\n'
+    result = api.check(str(_project(tmp_path, main)))
+    [d] = result.diagnostics
+    assert d.code == "unknown-function" and "add it to the `import`" in (d.hint or "")
+
+
+def test_a_function_is_not_renamed_on_import_and_may_not_clash_with_a_local_one(tmp_path):
+    main = (
+        'import { rank as r, base } from "./lib.flow"\n'
+        "fn base(x: int) -> int = x\n"
+        "stage s -> int { return base(1) }\n"
+    )
+    codes = [d.code for d in api.check(str(_project(tmp_path, main))).diagnostics]
+    assert codes == ["unsupported-construct", "import-conflict"]

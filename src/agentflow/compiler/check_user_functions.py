@@ -147,6 +147,17 @@ class UserFunctionChecks(CheckerShared):
             )
             return True
         prev = self.user_fns.get(name)
+        if prev is not None and fn.span.file != self.module.file:
+            ident = self._import_ident(fn)
+            if ident is not None:
+                self.report(
+                    D.IMPORT_CONFLICT,
+                    f"function `{name}` is imported but is also declared in this file",
+                    ident.span,
+                    notes=[Note(f"the other `{name}`", prev.decl.name.span)],
+                    hint="rename or remove the local function",
+                )
+            return True
         if prev is not None:
             self.report(
                 D.DUPLICATE_DEFINITION,
@@ -157,20 +168,25 @@ class UserFunctionChecks(CheckerShared):
             return True
         return False
 
+    def _import_ident(self, fn: ast.FnDecl) -> ast.Ident | None:
+        """Where this file imports ``fn`` (or the function that brought it), or None."""
+        if self.imports is None:
+            return None
+        for imp in self.imports.declared:
+            if imp.item is fn:
+                if imp.ident is not None:
+                    return imp.ident
+                via = imp.via
+                return next((loc for _, loc in imp.decl.pairs() if loc.name == via), None)
+        return None
+
     def check_user_functions(self) -> None:
         """Each function's body: pure, typed against its result, its parameters used; then
         the functions that reach themselves (``recursive-function``)."""
         for sig in self.user_fns.values():
-            if sig.decl in self.imported_items:
-                self._record_calls(sig)  # checked in its own file
-                continue
+            # an imported body too: its types are the lowering's (its problems are its file's)
             self._check_body(sig)
         self._report_cycles()
-
-    def _record_calls(self, sig: FnSig) -> None:
-        for n in ast.walk(sig.decl.body):
-            if isinstance(n, ast.UserCall) and n.name in self.user_fns:
-                sig.calls.append(n.name)
 
     def _check_body(self, sig: FnSig) -> None:
         fn = sig.decl
@@ -275,6 +291,16 @@ class UserFunctionChecks(CheckerShared):
         sig = self.user_fns.get(e.name)
         if sig is None:
             return self._not_user_function(e, hint)
+        if e.name in self.hidden_fns and (
+            self.current_fn is None or self.current_fn.decl.span.file == self.module.file
+        ):
+            self.report(
+                D.UNKNOWN_FUNCTION,
+                f"unknown function `{e.name}`",
+                e.name_span,
+                hint=f"`{e.name}` comes with an imported function but is not imported here: "
+                f"add it to the `import` from `{sig.decl.span.file}`",
+            )
         if self.current_fn is not None:
             self.current_fn.calls.append(e.name)
         if len(e.args) != len(sig.params):

@@ -200,6 +200,8 @@ class Checker(
         self.import_refs: dict[int, str] = imports.refs if imports is not None else {}
         #: a type brought in only because an imported type refers to it → that type's name
         self.hidden: dict[str, str] = {}
+        #: user functions brought only because an imported one calls them (not callable here)
+        self.hidden_fns: set[str] = set()
         #: the per-stage memo of the previous check of this document (language server), if any
         self.memo = memo
         self.use_prelude = prelude

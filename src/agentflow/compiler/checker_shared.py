@@ -112,6 +112,7 @@ class CheckerShared:
     import_names: dict[int, str]
     import_refs: dict[int, str]
     hidden: dict[str, str]
+    hidden_fns: set[str]
     types: dict[int, Type]
     use_syms: dict[str, Symbol]
     uses: dict[str, ast.UseDecl]

@@ -8,9 +8,11 @@ the call as written."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from agentflow.compiler.lower_expressions import Ctx, Frag, LoweringShared, PlanBuilder
+from agentflow.core.spans import Span
 from agentflow.errors import LoweringError
 from agentflow.grammar import ast
 
@@ -27,8 +29,14 @@ class FunctionLowering(LoweringShared):
     def delimited_call(self, opening: str, exprs: list[ast.Expr], closing: str, ctx: Ctx) -> Frag:
         raise NotImplementedError
 
-    def source(self, span: Any) -> str:
+    def source(self, span: Span) -> str:
         raise NotImplementedError
+
+    def _where(self, span: Span) -> str:
+        """``file.flow:line:col`` of a function's name — in its own file when imported."""
+        if span.file != self.r.module.file:
+            return f"{os.path.basename(span.file)}:{span.line}:{span.column}"
+        return self.source(span)
 
     def lowered_functions(self) -> dict[str, Any]:
         """The plan's ``functions``: each user function in scope that the program calls
@@ -59,6 +67,6 @@ class FunctionLowering(LoweringShared):
             out[name] = {
                 "params": params,
                 "expr": body.render(),
-                "meta": {"source": self.source(fn.name.span)},
+                "meta": {"source": self._where(fn.name.span)},
             }
         return out
