@@ -30,7 +30,7 @@ def _codes(src: str) -> list[str]:
 def test_calls_are_typed_from_the_declared_result():
     src = HEAD + "stage s -> int {\n  let r = rank(input.severity)\n  return r + 1\n}\n"
     assert _diags(src) == []
-    bad = HEAD + 'stage s -> text {\n  return rank(input.severity)\n}\n'
+    bad = HEAD + "stage s -> text {\n  return rank(input.severity)\n}\n"
     assert _codes(bad) == ["type-mismatch"]
 
 
@@ -41,7 +41,7 @@ def test_an_argument_is_checked_against_its_parameter():
 
 
 def test_a_body_is_checked_against_the_declared_result_at_the_body():
-    src = 'fn f(x: int) -> text = x + 1\nstage s -> text { return f(1) }\n'
+    src = "fn f(x: int) -> text = x + 1\nstage s -> text { return f(1) }\n"
     [(code, message, line, column)] = _diags(src)
     assert (code, line, column) == ("type-mismatch", 1, 24)
     assert "expected `text`" in message
@@ -147,7 +147,7 @@ def test_no_parameters_and_omittable_parameters_are_unsupported():
 
 def test_a_function_calls_another_and_takes_named_types():
     src = HEAD + (
-        "fn headline(t: Ticket) -> text = label(t, \"P${rank(t.severity)}\")\n"
+        'fn headline(t: Ticket) -> text = label(t, "P${rank(t.severity)}")\n'
         "stage s -> text { return headline(input) }\n"
     )
     assert _diags(src) == []
@@ -162,7 +162,7 @@ def test_the_plan_holds_each_called_function_once_and_keeps_the_calls():
         '  return label(input, "${n}")\n}\n'
     )
     plan = api.compile_source(src, "f.flow").plan
-    assert list(plan) .index("functions") < list(plan).index("steps")
+    assert list(plan).index("functions") < list(plan).index("steps")
     assert plan["functions"] == {
         "rank": {
             "params": ["s"],
@@ -189,8 +189,8 @@ def test_fmt_lays_out_a_function_and_round_trips():
     messy = (
         'type Severity = "low" | "high"\n'
         "/// ranks\n"
-        "fn   rank( s :Severity)->int=if s==\"high\" then 3 else 1\n"
-        "stage s -> int { return rank(\"low\") }\n"
+        'fn   rank( s :Severity)->int=if s=="high" then 3 else 1\n'
+        'stage s -> int { return rank("low") }\n'
     )
     once = format_source(messy, "f.flow")
     assert 'fn rank(s: Severity) -> int = if s == "high" then 3 else 1\n' in once
@@ -224,7 +224,9 @@ def test_an_imported_function_brings_its_types_and_the_functions_it_calls(tmp_pa
 
 
 def test_a_function_brought_by_another_is_not_a_name_of_the_importer(tmp_path):
-    main = 'import { rank } from "./lib.flow"\nstage s -> int { return base("low") + rank("low") }\n'
+    main = (
+        'import { rank } from "./lib.flow"\nstage s -> int { return base("low") + rank("low") }\n'
+    )
     result = api.check(str(_project(tmp_path, main)))
     [d] = result.diagnostics
     assert d.code == "unknown-function" and "add it to the `import`" in (d.hint or "")

@@ -35,7 +35,9 @@ TICKETS = [
 
 def _run(tmp_path, tickets, **options):  # type: ignore[no-untyped-def]
     plan = api.compile_source(SOURCE, "tickets.flow").plan
-    return api.run_sync(api.plan_from_data(plan, "tickets.flow"), tickets, workspace=str(tmp_path), **options)
+    return api.run_sync(
+        api.plan_from_data(plan, "tickets.flow"), tickets, workspace=str(tmp_path), **options
+    )
 
 
 def test_functions_run_in_a_let_an_interpolation_a_filter_and_a_map_body(tmp_path):

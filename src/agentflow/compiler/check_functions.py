@@ -513,7 +513,9 @@ class FunctionChecks(CheckerShared):
         if e.positional and not e.args:
             mine = self.user_function_hint(name)
             if mine is not None:
-                self.report(D.UNKNOWN_FUNCTION, f"unknown function `{name}`", e.callee.span, hint=mine)
+                self.report(
+                    D.UNKNOWN_FUNCTION, f"unknown function `{name}`", e.callee.span, hint=mine
+                )
                 return True
             meant = function_hint(name)
             self.report(

@@ -174,10 +174,12 @@ class UserFunctionChecks(CheckerShared):
             return None
         for imp in self.imports.declared:
             if imp.item is fn:
-                if imp.ident is not None:
-                    return imp.ident
+                ident: ast.Ident | None = imp.ident
+                if ident is not None:
+                    return ident
                 via = imp.via
-                return next((loc for _, loc in imp.decl.pairs() if loc.name == via), None)
+                pairs = list(imp.decl.pairs())
+                return next((loc for _, loc in pairs if loc.name == via), None)
         return None
 
     def check_user_functions(self) -> None:
@@ -370,7 +372,7 @@ class UserFunctionChecks(CheckerShared):
         return True
 
     def user_function_hint(self, name: str) -> str | None:
-        """"did you mean `rank`?" for a name close to a user function's, else None."""
+        """ "did you mean `rank`?" for a name close to a user function's, else None."""
         return suggest(name, list(self.user_fns)) if getattr(self, "user_fns", None) else None
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "has_calls",
 ]
 
+
 @dataclass(slots=True, eq=False)
 class Function:
     """A plan function ready to run: its name, its parameters' names, its body (its own calls
@@ -40,9 +41,9 @@ class Function:
     source: str | None = None
 
 
-def body_problems(name: str, params: list[str], body: ast.Expr, known: dict[str, int]) -> list[
-    tuple[str, ast.Node, str | None]
-]:
+def body_problems(
+    name: str, params: list[str], body: ast.Expr, known: dict[str, int]
+) -> list[tuple[str, ast.Node, str | None]]:
     """What is wrong with function ``name``'s parsed body: a name that is no parameter, a call
     of no function of the plan (``known``: name → parameter count) or with the wrong number of
     arguments. Effects are refused by the template parse before (``plan-effectful-template``)."""
@@ -85,7 +86,7 @@ def call_problem(call: ast.UserCall, known: dict[str, int]) -> tuple[str, str | 
 
 
 def _close(name: str, known: dict[str, int]) -> str | None:
-    """"did you mean" a function of the plan, else a library function (also for the names
+    """ "did you mean" a function of the plan, else a library function (also for the names
     other languages use: ``toUpperCase``)."""
     mine = did_you_mean(name, list(known))
     if mine:

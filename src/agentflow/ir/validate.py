@@ -20,8 +20,8 @@ import regex
 
 from agentflow.core.diagnostics import (
     PLAN_CYCLE,
-    PLAN_FUNCTION_CALL,
     PLAN_DUPLICATE_ID,
+    PLAN_FUNCTION_CALL,
     PLAN_INVALID_BODY,
     PLAN_INVALID_SCHEMA,
     PLAN_INVALID_VALUE,
@@ -58,9 +58,6 @@ from agentflow.core.vocabulary import (
     CONTROL_STEPS as CONTROL_STEPS,  # re-exported: runtime/tools/build.py
 )
 from agentflow.grammar import ast
-from agentflow.ir.models import Plan, Step
-from agentflow.ir.outcomes import tolerance
-from agentflow.ir.schemas import plainly_valid_schema, ref_problems, validation_errors
 from agentflow.ir.functions import (
     Function,
     bind_calls,
@@ -69,6 +66,9 @@ from agentflow.ir.functions import (
     calls_in,
     function_cycles,
 )
+from agentflow.ir.models import Plan, Step
+from agentflow.ir.outcomes import tolerance
+from agentflow.ir.schemas import plainly_valid_schema, ref_problems, validation_errors
 from agentflow.ir.templates import (
     Path,
     SourceMap,
@@ -419,7 +419,9 @@ class _Validator:
                 self.problem(epath, message, hint=hint, span=node.span, code=code)
             calls[name] = [c.name for c in calls_in(body) if c.name in known]
             source = fn.meta.get("source") if isinstance(fn.meta, dict) else None
-            table[name] = Function(name, tuple(params), body, source if isinstance(source, str) else None)
+            table[name] = Function(
+                name, tuple(params), body, source if isinstance(source, str) else None
+            )
         for cycle in function_cycles(calls):  # a plan with one never loads: every call ends
             self.problem(
                 (*path, "functions", cycle[0]),
@@ -427,8 +429,8 @@ class _Validator:
                 key=True,
                 code=PLAN_CYCLE,
             )
-        for fn in table.values():
-            fn.body = bind_calls(fn.body, table)
+        for ready in table.values():
+            ready.body = bind_calls(ready.body, table)
         return table
 
     def step(
