@@ -81,3 +81,16 @@ def test_a_durable_run_evaluates_functions_the_same(tmp_path):
     assert result.error is None
     assert result.output["labels"] == ["P3: DISK FULL", "P1: TYPO"]
     assert result.output["big"] == 3 * 2**12
+
+
+def test_test_blocks_call_functions_in_inputs_expectations_and_inlined_stages(tmp_path):
+    flow = tmp_path / "ranks.flow"
+    flow.write_text(
+        "input { s: text }\n"
+        'fn rank(s: text) -> int = if s == "high" then 3 else 1\n'
+        "stage main -> int { return rank(input.s) }\n"
+        'test "ranks" {\n  input { s: "high" }\n  expect main == rank("high")\n'
+        "  expect rank(input.s) == 3\n}\n"
+    )
+    report = api.run_tests(str(flow), cache=str(tmp_path / "cache"))
+    assert [(o.name, o.passed, o.failures) for o in report.outcomes] == [("ranks", True, [])]

@@ -330,6 +330,20 @@ class UserCall(Expr):
 
 
 @dataclass(slots=True, eq=False)
+class UserFunction:
+    """A user function ready to run (not a node): its name, its parameters' names, its body
+    (its own calls bound) and where it was declared (``file.flow:line:col``, None when
+    unknown). What a bound :class:`UserCall`'s ``function`` is: the plan loader's
+    (``ir.functions``) or, for an expression run from the checked AST (``test`` blocks, eval
+    scorers), the compiler's (``lower_expressions.absent_reads_null``)."""
+
+    name: str
+    params: tuple[str, ...]
+    body: Expr
+    source: str | None = None
+
+
+@dataclass(slots=True, eq=False)
 class CondExpr(Expr):
     """``if cond then a else b`` (docs/reference/expressions.md): only the chosen arm is
     evaluated."""

@@ -12,12 +12,12 @@ a call is copied with each call's ``function`` set to the :class:`Function` it r
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Any
 
 from agentflow.core.diagnostics import did_you_mean
 from agentflow.core.functions import FUNCTIONS, function_hint
 from agentflow.grammar import ast
+from agentflow.grammar.parser import parse_expression
 
 __all__ = [
     "Function",
@@ -27,18 +27,28 @@ __all__ = [
     "calls_in",
     "function_cycles",
     "has_calls",
+    "table_from_data",
 ]
 
 
-@dataclass(slots=True, eq=False)
-class Function:
-    """A plan function ready to run: its name, its parameters' names, its body (its own calls
-    bound) and where the `.flow` declared it (``meta.source``, None in a hand-written plan)."""
+#: a plan function ready to run: its name, its parameters' names, its body (its own calls
+#: bound) and where the `.flow` declared it (``meta.source``, None in a hand-written plan)
+Function = ast.UserFunction
 
-    name: str
-    params: tuple[str, ...]
-    body: ast.Expr
-    source: str | None = None
+
+def table_from_data(functions: Any, file: str = "<plan>") -> dict[str, Function]:
+    """The functions of a compiled plan's data (``plan["functions"]``, which the compiler wrote
+    valid) parsed and bound to one another, for templates compiled outside a plan load (the
+    stages a ``test`` block reads). Raises ``SourceError`` for a body that does not parse."""
+    table: dict[str, Function] = {}
+    if not isinstance(functions, dict):
+        return table
+    for name, fn in functions.items():
+        body = parse_expression(str(fn["expr"]), file)
+        table[name] = Function(name, tuple(fn["params"]), body)
+    for ready in table.values():
+        ready.body = bind_calls(ready.body, table)
+    return table
 
 
 def body_problems(
