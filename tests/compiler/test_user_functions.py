@@ -240,3 +240,8 @@ def test_a_function_is_not_renamed_on_import_and_may_not_clash_with_a_local_one(
     )
     codes = [d.code for d in api.check(str(_project(tmp_path, main))).diagnostics]
     assert codes == ["unsupported-construct", "import-conflict"]
+
+
+def test_a_function_that_does_not_parse_is_one_syntax_error_not_also_its_calls():
+    src = "fn f(x: int) = x\nstage s -> int { return f(1) }\n"
+    assert _codes(src) == ["syntax-error"]
