@@ -94,3 +94,17 @@ def test_test_blocks_call_functions_in_inputs_expectations_and_inlined_stages(tm
     )
     report = api.run_tests(str(flow), cache=str(tmp_path / "cache"))
     assert [(o.name, o.passed, o.failures) for o in report.outcomes] == [("ranks", True, [])]
+
+
+def test_a_parameter_named_like_a_compiled_scope_name_is_quoted_as_the_body_writes_it(tmp_path):
+    source = (
+        "input int[]\n"
+        "fn per(item: int) -> number = 10 / item\n"
+        "stage main -> json {\n  return map input as t { return per(t) }\n}\n"
+    )
+    plan = api.plan_from_data(api.compile_source(source, "it.flow").plan, "it.flow")
+    result = api.run_sync(plan, [0], workspace=str(tmp_path))
+    assert result.error is not None
+    assert "in function `per`, called as `per(t)`: `10 / item`: division by zero" in (
+        result.error.message
+    )

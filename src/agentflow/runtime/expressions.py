@@ -789,7 +789,9 @@ def _visit_UserCall(node: ast.UserCall, scope: Mapping[str, Any]) -> Any:
 
 def _in_function(e: RunError, node: ast.UserCall, name: str) -> RunError:
     """``e``, raised inside function ``name``'s body, with the function and the call as
-    written before its message (a path missing there is still a missing path: ``??``)."""
+    written before its message (a path missing there is still a missing path: ``??``). The
+    executor puts only the call in the `.flow`'s terms (``runtime/where.py``
+    ``_IN_FUNCTION``): the rest quotes the body, in its parameters' names."""
     message = f"in function `{name}`, called as `{expr_text(node)}`: {e.message}"
     out: RunError
     if isinstance(e, BadPath):
