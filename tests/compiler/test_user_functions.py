@@ -245,3 +245,17 @@ def test_a_function_is_not_renamed_on_import_and_may_not_clash_with_a_local_one(
 def test_a_function_that_does_not_parse_is_one_syntax_error_not_also_its_calls():
     src = "fn f(x: int) = x\nstage s -> int { return f(1) }\n"
     assert _codes(src) == ["syntax-error"]
+
+
+def test_catch_knows_what_a_functions_body_can_fail_with():
+    src = (
+        "input { raw: text }\n"
+        "fn num(s: text) -> int = parse_int(s)\n"
+        "fn shout(s: text) -> text = upper(s)\n"
+        "stage s -> json {\n"
+        "  let n = num(input.raw) catch on [parse_error] { -1 }\n"
+        "  let t = shout(input.raw) catch on [parse_error] { \"\" }\n"
+        "  return [n, t]\n}\n"
+    )
+    found = _diags(src)
+    assert [(d[0], d[2]) for d in found] == [("impossible-error-code", 6)]

@@ -76,6 +76,8 @@ class UserFunctionChecks(CheckerShared):
     user_fns: dict[str, FnSig]
     #: the function whose body is being checked (its calls are recorded), or None
     current_fn: FnSig | None
+    #: the tool calls a call of no function is checked as (kept alive: types are keyed by id)
+    stand_ins: list[ast.Call]
 
     def fn_items(self) -> list[ast.FnDecl]:
         """The ``fn`` declarations in scope: this file's, then the imported ones."""
@@ -86,6 +88,7 @@ class UserFunctionChecks(CheckerShared):
         """Each ``fn``'s signature, its name and its parameters' names checked."""
         self.user_fns = {}
         self.current_fn = None
+        self.stand_ins = []
         for fn in self.fn_items():
             name = fn.name.name
             params: list[tuple[str, Type]] = []
@@ -326,6 +329,7 @@ class UserFunctionChecks(CheckerShared):
             return ERROR
         callee = ast.Name(e.name_span, e.name)
         call = ast.Call(e.span, callee, [], list(e.args))
+        self.stand_ins.append(call)  # alive while the check keys types by id
         t = self.infer(call, hint)
         if "__" in e.name and e.name not in self.tool_decls:
             # an untyped catalog tool called positionally: its arguments must be named too

@@ -376,6 +376,8 @@ class _Validator:
             problems=self.problems,
             conditions=conditions,
         )
+        if not _calls_something(value):
+            return compiled  # no `(`: no call to look for (most templates)
         calls = calls_in(compiled)
         if not calls:
             return compiled
@@ -1083,6 +1085,17 @@ def validate_plan(plan: Plan, file: str | None = None) -> list[Diagnostic]:
     v = _Validator(file, getattr(plan, "_source_map", None))
     v.plan(plan, getattr(plan, "_path", ()) or (), top=True)
     return v.problems
+
+
+def _calls_something(value: Any) -> bool:
+    """True when a raw plan value has a string with ``(`` (a call may be in it)."""
+    if isinstance(value, str):
+        return "(" in value
+    if isinstance(value, dict):
+        return any(_calls_something(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_calls_something(v) for v in value)
+    return False
 
 
 def _or_list(words: list[str]) -> str:
