@@ -254,7 +254,7 @@ def test_catch_knows_what_a_functions_body_can_fail_with():
         "fn shout(s: text) -> text = upper(s)\n"
         "stage s -> json {\n"
         "  let n = num(input.raw) catch on [parse_error] { -1 }\n"
-        "  let t = shout(input.raw) catch on [parse_error] { \"\" }\n"
+        '  let t = shout(input.raw) catch on [parse_error] { "" }\n'
         "  return [n, t]\n}\n"
     )
     found = _diags(src)
