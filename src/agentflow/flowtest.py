@@ -52,6 +52,7 @@ from agentflow.errors import (
 )
 from agentflow.flowtest_network import CALLER, GUARD, network_guard
 from agentflow.grammar import ast
+from agentflow.ir.functions import bind_calls, table_from_data
 from agentflow.ir.loader import load_plan_data
 from agentflow.ir.mismatch import mismatch_lines
 from agentflow.ir.schemas import whole_numbers
@@ -297,7 +298,10 @@ async def _run_file(
     # the stages' values are read after the run (:func:`_stage_values`), not by the plan's
     # finish: its output and `meta` stay the run's, so an error of the output points at the
     # `.flow` as `flowc run`'s does, and a stage no run reads never fails a test
-    staged = compile_value(stages, file=shown, conditions=False)
+    staged = bind_calls(
+        compile_value(stages, file=shown, conditions=False),
+        table_from_data(plan.get("functions"), shown),
+    )
     # tests of a flow that may write files share its directory: they run one at a time
     alone = asyncio.Lock() if _writes(plan) else None
     passed: dict[str, Any] = dict(record["passed"]) if record is not None else {}
@@ -335,7 +339,7 @@ async def _run_file(
         runs: list[tuple[str, dict[str, Any]]] = [(test.name, {})]
         if test.cases is not None and test.case is not None:
             try:
-                cases = evaluate(test.cases, {})
+                cases = evaluate(absent_reads_null(test.cases, result), {})
             except RunError as e:
                 where = _where(shown, test.cases.span)
                 failed = TestOutcome(

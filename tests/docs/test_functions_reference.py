@@ -31,6 +31,10 @@ A call with **named** arguments is a tool call ([tools](tools.md)): `read_file(p
 of the call decides, so a tool may share a library function's name: `join(parts: xs)` calls the
 tool `join`, `join(xs, ", ")` the function.
 
+A flow's own functions are declared with `fn` and called the same way:
+`fn rank(s: Severity) -> int = …`, then `rank(t.severity)` ([user functions](programs.md#user-functions)).
+A user function may not take a library function's name.
+
 The checker types every call from the function's signature. Type parameters (`<T>`) take the
 types of the arguments, so `sort_by(input.items, "-score")` is an `Item[]` and
 `sum(input.counts)` an `int`; a bound (`<T: number>`) limits them. A wrong argument is a

@@ -135,6 +135,16 @@ class DeclarationChecks(CheckerShared):
         named: dict[int, ast.Ident] = {}  # id(declaration) → where it was imported by name
         for imp in self.imports.declared:
             name, item = imp.name, imp.item
+            if isinstance(item, ast.FnDecl):  # a user function: check_user_functions
+                if all(i is not item for i in self.imported_items):
+                    self.imported_items.append(item)
+                    if imp.ident is None:
+                        self.hidden_fns.add(name)
+                    else:
+                        self.hidden_fns.discard(name)
+                elif imp.ident is not None:
+                    self.hidden_fns.discard(name)
+                continue
             if imp.ident is not None:
                 if name in BUILTIN_TYPES:
                     self._builtin_import(imp)

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from agentflow.compiler.checker_shared import CheckerShared, Frame, Reporter
 from agentflow.compiler.symbols import Symbol
@@ -338,22 +340,35 @@ def agent_error_codes() -> list[str]:
     return [code for code, _ in _AGENT_CAUSES]
 
 
-def possible_error_codes(guarded: ast.Node) -> list[FailureCause] | None:
+def possible_error_codes(
+    guarded: ast.Node, functions: Mapping[str, Any] | None = None
+) -> list[FailureCause] | None:
     """The run-time error codes (``core.vocabulary.ERROR_CODES``, never a hard stop) the guarded
     expression or block ``guarded`` can fail with, each once with the first reason found, most
     likely first (a code's rank is its best place in the lists of what can raise it; ties keep
     source order).  An empty list: nothing in it can fail (``unreachable-catch``).  None: the
     analysis cannot tell — a sub-plan (``plan__…``) may fail with any code.  The checker's
     ``impossible-error-code`` and the language server's completion and hover inside
-    ``catch on [ … ]`` both read this (docs/reference/errors-as-values.md)."""
+    ``catch on [ … ]`` both read this (docs/reference/errors-as-values.md). ``functions``: the
+    user functions by name (``CheckResult.functions``), whose bodies a call can fail in; a call
+    of one not given makes it None too."""
     found: list[tuple[int, int, FailureCause]] = []
+    nodes: list[Any] = [guarded]
+    entered: set[str] = set()
 
     def add(causes: list[FailureCause]) -> None:
         for rank, cause in enumerate(causes):
             found.append((rank, len(found), cause))
 
-    for n in ast.walk(guarded):
-        if isinstance(n, ast.Call):
+    for n in _walk_all(nodes):
+        if isinstance(n, ast.UserCall):
+            sig = functions.get(n.name) if functions is not None else None
+            if sig is None:
+                return None  # what it runs is not known here
+            if n.name not in entered:  # its body fails as it would written here
+                entered.add(n.name)
+                nodes.append(sig.decl.body)
+        elif isinstance(n, ast.Call):
             if isinstance(n.callee, ast.Name):
                 if n.callee.name.startswith("plan__"):
                     return None  # a sub-plan runs what it runs
@@ -427,6 +442,14 @@ def possible_error_codes(guarded: ast.Node) -> list[FailureCause] | None:
     return out
 
 
+def _walk_all(nodes: list[Any]) -> Iterator[ast.Node]:
+    """Every node under each of ``nodes``, which may grow while it is walked."""
+    i = 0
+    while i < len(nodes):
+        yield from ast.walk(nodes[i])
+        i += 1
+
+
 def _may_overflow(n: ast.Node) -> bool:
     """True for `+`, `-`, `*` or a prefix `-` that may leave the numbers the language holds
     (``arithmetic``): not one of number literals only (`1 + 2`), nor one joining texts or
@@ -487,7 +510,7 @@ def check_catch(ck: CheckerShared, e: ast.CatchExpr | ast.TryExpr, hint: Type | 
     # a guarded block that always fails (`never`), or whose value held nothing (`never[]`), says
     # nothing of what the fallback gives: the fallback is not held to it, the value is the join
     settle = used and hint is None and mentions_never(t)
-    possible = possible_error_codes(guarded_node)
+    possible = possible_error_codes(guarded_node, getattr(ck, "user_fns", None))
     for code in e.codes or []:
         name = code.name
         if name not in ERROR_CODES:

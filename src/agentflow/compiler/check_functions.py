@@ -488,6 +488,8 @@ class FunctionChecks(CheckerShared):
         False when it looks like a tool call (the caller reports ``unknown-tool``)."""
         assert isinstance(e.callee, ast.Name)
         name = e.callee.name
+        if self.user_function_misuse(e):
+            return True
         spec = FUNCTIONS.get(name)
         if spec is not None:
             if e.args:
@@ -509,6 +511,12 @@ class FunctionChecks(CheckerShared):
                 )
             return True
         if e.positional and not e.args:
+            mine = self.user_function_hint(name)
+            if mine is not None:
+                self.report(
+                    D.UNKNOWN_FUNCTION, f"unknown function `{name}`", e.callee.span, hint=mine
+                )
+                return True
             meant = function_hint(name)
             self.report(
                 D.UNKNOWN_FUNCTION,

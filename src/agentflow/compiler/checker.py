@@ -44,6 +44,7 @@ from agentflow.compiler.check_memo import RecordingDict, RecordingSet, StageMemo
 from agentflow.compiler.check_narrowing import NarrowingChecks
 from agentflow.compiler.check_statements import StatementChecks
 from agentflow.compiler.check_types import TypeChecks
+from agentflow.compiler.check_user_functions import FnSig, UserFunctionChecks
 from agentflow.compiler.checker_shared import Frame, Narrowing, Var
 from agentflow.compiler.symbols import Symbol, ToolSig
 from agentflow.compiler.types import (
@@ -115,6 +116,9 @@ class CheckResult:
     type_decls: dict[str, ast.TypeDecl | ast.ExternType] = field(default_factory=dict)
     #: the file's imports (``compiler.imports.Imports``), None without ``import`` items
     imports: Any = None
+    #: the user functions in scope by name (``fn``: docs/reference/functions.md "User
+    #: functions"), this file's and imported ones
+    functions: dict[str, FnSig] = field(default_factory=dict)
 
     @property
     def errors(self) -> list[Diagnostic]:
@@ -171,6 +175,7 @@ class Checker(
     AgentChecks,
     FunctionChecks,
     NarrowingChecks,
+    UserFunctionChecks,
 ):
     """The checker of one module: its state, and :meth:`check`, the phases in order."""
 
@@ -195,6 +200,8 @@ class Checker(
         self.import_refs: dict[int, str] = imports.refs if imports is not None else {}
         #: a type brought in only because an imported type refers to it → that type's name
         self.hidden: dict[str, str] = {}
+        #: user functions brought only because an imported one calls them (not callable here)
+        self.hidden_fns: set[str] = set()
         #: the per-stage memo of the previous check of this document (language server), if any
         self.memo = memo
         self.use_prelude = prelude
@@ -260,6 +267,8 @@ class Checker(
         self.build_object_types()
         self.declare_uses_and_stages()
         self.declare_tools()
+        self.declare_user_functions()
+        self.check_user_functions()
         self.check_input()
         self.check_settings()
         self.check_stages()
@@ -305,6 +314,7 @@ class Checker(
             evals=self.evals,
             type_decls=self.type_decls,
             imports=self.imports,
+            functions=dict(self.user_fns),
         )
 
 

@@ -112,6 +112,7 @@ class CheckerShared:
     import_names: dict[int, str]
     import_refs: dict[int, str]
     hidden: dict[str, str]
+    hidden_fns: set[str]
     types: dict[int, Type]
     use_syms: dict[str, Symbol]
     uses: dict[str, ast.UseDecl]
@@ -194,6 +195,12 @@ class CheckerShared:
         raise NotImplementedError
 
     def not_a_function_call(self, e: ast.Call) -> bool:
+        raise NotImplementedError
+
+    def user_function_hint(self, name: str) -> str | None:
+        raise NotImplementedError
+
+    def user_function_misuse(self, e: ast.Call) -> bool:
         raise NotImplementedError
 
     def object_type(

@@ -43,8 +43,12 @@ __all__ = [
     "read_source",
 ]
 
-#: a declaration an import can bring: ``type N { … }``, ``type N = T``, ``extern type N``
+#: a declaration an import can bring: ``type N { … }``, ``type N = T``, ``extern type N`` (and
+#: ``fn``: :data:`Item`)
 TypeItem = ast.TypeDecl | ast.ExternType
+#: anything an import can bring: a type, or a user function (docs/reference/programs.md "User
+#: functions")
+Item = ast.TypeDecl | ast.ExternType | ast.FnDecl
 
 #: a URL scheme (`https:`, `file:`), which an import path may not start with
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
@@ -59,7 +63,7 @@ class Imported:
     refers to (``via`` names that one, as this file knows it)."""
 
     name: str
-    item: TypeItem
+    item: Item
     decl: ast.ImportDecl
     ident: ast.Ident | None
     via: str | None = None
@@ -308,6 +312,26 @@ class Importer:
         cycle = next((d for d in errors if d.code == D.IMPORT_CYCLE), None)
         in_cycle = cycle is not None and deps is not None and self.stack[-1] in deps.cycle
         for ident, local in decl.pairs():
+            fn = _function(checked, ident.name)
+            if fn is not None and ident.name not in scope:
+                if local is not ident and local.name != ident.name:
+                    out.diagnostics.append(
+                        Diagnostic(
+                            D.UNSUPPORTED_CONSTRUCT,
+                            f"function `{ident.name}` cannot be renamed on import",
+                            local.span,
+                            hint=f"import it as `{ident.name}` (the functions it calls know "
+                            "it by that name)",
+                        )
+                    )
+                    continue
+                if errors and not in_cycle:
+                    continue  # accepted everywhere, as a type of a file with errors is
+                out.failed.discard(local.name)
+                out.declared.append(Imported(local.name, fn, decl, local))
+                for dep in _function_dependencies(fn, checked, out.scopes):
+                    out.declared.append(Imported(dep.name.name, dep, decl, None, local.name))
+                continue
             item = scope.get(ident.name)
             if item is None or item.span.file != checked.module.file:
                 out.diagnostics.append(_unknown(decl, ident, checked, item))
@@ -516,6 +540,45 @@ def _unknown(
         hint=did_you_mean(name, own)
         or (f"it declares {_listing(own)}" if own else "it declares no type"),
     )
+
+
+def _function(checked: CheckResult, name: str) -> ast.FnDecl | None:
+    """The user function ``name`` a checked file declares itself, or None."""
+    sig = checked.functions.get(name)
+    if sig is None or sig.decl.span.file != checked.module.file:
+        return None
+    decl: ast.FnDecl = sig.decl
+    return decl
+
+
+def _function_dependencies(
+    fn: ast.FnDecl, checked: CheckResult, scopes: dict[str, dict[str, TypeItem]]
+) -> Iterator[Item]:
+    """What an imported function needs, transitively: the functions of its file it calls and
+    the types their signatures name (with the types those refer to), ``fn`` itself left out."""
+    seen: set[int] = {id(fn)}
+    todo = [fn]
+    scope = scopes.get(fn.span.file, {})
+    while todo:
+        cur = todo.pop()
+        for p in [*(q.type for q in cur.params), cur.returns]:
+            for node in ast.walk(p):
+                if isinstance(node, ast.NamedType):
+                    dep = scope.get(node.name)
+                    if dep is not None and id(dep) not in seen:
+                        seen.add(id(dep))
+                        yield dep
+                        for more in _dependencies(dep, scopes):
+                            if id(more) not in seen:
+                                seen.add(id(more))
+                                yield more
+        for node in ast.walk(cur.body):
+            if isinstance(node, ast.UserCall):
+                callee = _function(checked, node.name)
+                if callee is not None and id(callee) not in seen:
+                    seen.add(id(callee))
+                    todo.append(callee)
+                    yield callee
 
 
 def _listing(names: list[str]) -> str:

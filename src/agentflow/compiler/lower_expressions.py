@@ -535,11 +535,23 @@ def absent_reads_null(expr: ast.Expr, result: CheckResult) -> ast.Expr:
     (eval scorers, `test` expectations: docs/reference/types.md "Objects": reading an absent
     optional field gives ``null``, never an error); and durations compared and subtracted by
     length as :meth:`ExpressionLowering.visit_Binary` lowers them
-    (:func:`~agentflow.compiler.durations.by_length`).
+    (:func:`~agentflow.compiler.durations.by_length`); a user function's call bound to its
+    function (its body read the same way), which the plan's ``functions`` would run.
 
     Returns a copy where something changed (the checked nodes are never modified; the types are
     looked up on them), ``expr`` itself where nothing did."""
     env = result.env
+    table: dict[str, ast.UserFunction] = {}
+
+    def functions() -> dict[str, ast.UserFunction]:
+        """The user functions, their bodies read by the same rule (built at the first call)."""
+        if not table and result.functions:
+            for name, sig in result.functions.items():
+                params = tuple(p.name.name for p in sig.decl.params)
+                table[name] = ast.UserFunction(name, params, sig.decl.body)
+            for fn in table.values():
+                fn.body = rewrite(fn.body)
+        return table
 
     def rewrite(node: Any) -> Any:
         if isinstance(node, list):
@@ -547,6 +559,10 @@ def absent_reads_null(expr: ast.Expr, result: CheckResult) -> ast.Expr:
             return items if any(a is not b for a, b in zip(items, node, strict=True)) else node
         if not isinstance(node, ast.Node):
             return node
+        if isinstance(node, ast.UserCall) and node.function is None:  # a user function's call
+            fn = functions().get(node.name)
+            if fn is not None:
+                return ast.UserCall(node.span, node.name, node.name_span, rewrite(node.args), fn)
         if isinstance(node, ast.Binary):
             by_value = by_length(node, result, rewrite)  # as visit_Binary lowers it
             if by_value is not None:

@@ -49,6 +49,7 @@ from agentflow.compiler.lower_expressions import (
     paren_frag,
     scope_name,
 )
+from agentflow.compiler.lower_functions import FunctionLowering
 from agentflow.compiler.lower_written import (
     StageMark,
     place_stages,
@@ -97,7 +98,7 @@ _SHADOWED = frozenset({"item", "index"})
 _BARE_REF = re.compile(r"\{\{ *[A-Za-z_][A-Za-z0-9_]* *\}\}")
 
 
-class _Lowerer(ExpressionLowering, EffectLowering):
+class _Lowerer(ExpressionLowering, EffectLowering, FunctionLowering):
     """The lowering of one checked module: its plans, steps and scopes, stages, statements and
     control bodies (inline or outlined); the ``visit_<Node>`` rules of expressions are in the
     mixins (:mod:`~agentflow.compiler.lower_expressions`, :mod:`~agentflow.compiler.lower_effects`)
@@ -134,6 +135,10 @@ class _Lowerer(ExpressionLowering, EffectLowering):
     # -- meta / steps ------------------------------------------------------------------------
     def source(self, span: Span) -> str:
         return f"{self.file}:{span.line}:{span.column}"
+
+    def delimited_call(self, opening: str, exprs: list[ast.Expr], closing: str, ctx: Ctx) -> Frag:
+        """``name(a, b)`` as written, its arguments lowered in ``ctx``."""
+        return self._delimited(opening, exprs, closing, ctx)
 
     def meta(self, span: Span, ctx: Ctx, name: str | None = None) -> dict[str, Any]:
         m: dict[str, Any] = {"source": self.source(span)}
@@ -261,6 +266,9 @@ class _Lowerer(ExpressionLowering, EffectLowering):
         budget = r.module.of(ast.BudgetDecl)
         if budget:
             data["budget"] = self._budget(budget[0].spec)
+        functions = self.lowered_functions() if r.functions else {}
+        if functions:
+            data["functions"] = functions
         data["steps"] = plan.steps
         data["finish"] = self._finish(self.whole(last or NULL), r.stages[-1] if r.stages else None)
         self._keep_text(data["finish"].get("meta"), r.stages[-1] if r.stages else None, ctx)

@@ -172,6 +172,12 @@ IMPORT_CONFLICT = _register(
 )
 IMPORT_CYCLE = _register("import-cycle", "error", "files that import each other")
 IMPORT_ERROR = _register("import-error", "error", "an imported file that has errors")
+IMPURE_FUNCTION = _register(
+    "impure-function", "error", "a user function's body reads outside its parameters or has effects"
+)
+RECURSIVE_FUNCTION = _register(
+    "recursive-function", "error", "a user function that calls itself, directly or not"
+)
 OPTIONAL_IN_TEXT = _register(
     "optional-in-text",
     "warning",

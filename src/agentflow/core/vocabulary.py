@@ -100,6 +100,7 @@ TOP_LEVEL_WORDS: tuple[str, ...] = (
     "test",
     "eval",
     "import",
+    "fn",
 )
 #: Words inside a ``test "name" { … }`` block besides ``input`` and ``expect``
 #: (docs/reference/testing.md): ``stub agent A returns V then W``, ``stub tool T fails "code"``,

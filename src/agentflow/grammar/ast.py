@@ -315,6 +315,35 @@ class FuncCall(Expr):
 
 
 @dataclass(slots=True, eq=False)
+class UserCall(Expr):
+    """``name(a, b, …)`` of a name that is no library function, with positional arguments only
+    (at least one): a call of a user function ``fn name(…)`` (docs/reference/programs.md "User
+    functions"). The checker reports it as the parser used to read it — a tool called without
+    named arguments, an unknown function — when ``name`` is no user function. ``function`` is
+    set by the plan loader (:mod:`agentflow.ir.functions`) on its own copy of a template: the
+    plan's function the call runs; None in a checked program."""
+
+    name: str
+    name_span: Span
+    args: list[Expr]
+    function: Any = None
+
+
+@dataclass(slots=True, eq=False)
+class UserFunction:
+    """A user function ready to run (not a node): its name, its parameters' names, its body
+    (its own calls bound) and where it was declared (``file.flow:line:col``, None when
+    unknown). What a bound :class:`UserCall`'s ``function`` is: the plan loader's
+    (``ir.functions``) or, for an expression run from the checked AST (``test`` blocks, eval
+    scorers), the compiler's (``lower_expressions.absent_reads_null``)."""
+
+    name: str
+    params: tuple[str, ...]
+    body: Expr
+    source: str | None = None
+
+
+@dataclass(slots=True, eq=False)
 class CondExpr(Expr):
     """``if cond then a else b`` (docs/reference/expressions.md): only the chosen arm is
     evaluated."""
@@ -683,6 +712,18 @@ class ExternTool(Item):
     doc: str | None = None
     catalog: str | None = None
     catalog_span: Span | None = None
+
+
+@dataclass(slots=True, eq=False)
+class FnDecl(Item):
+    """``fn name(p: T, …) -> R = body`` (docs/reference/programs.md "User functions"): a pure
+    function of its parameters, called positionally (:class:`UserCall`)."""
+
+    name: Ident
+    params: list[Param]
+    returns: TypeExpr
+    body: Expr
+    doc: str | None = None
 
 
 @dataclass(slots=True, eq=False)

@@ -317,6 +317,18 @@ class Builder:
             catalog_span=target.span,
         )
 
+    def fn_decl(self, c: _Kids) -> ast.FnDecl:
+        # FN NAME LPAR [params] RPAR ARROW type EQUALS expr
+        params = c[3] if len(c) == 9 else []
+        return ast.FnDecl(
+            _cover(c[0], c[-1]),
+            ast.Ident(c[1].span, c[1].value),
+            list(params),
+            c[-3],
+            c[-1],
+            doc=c[0].doc,
+        )
+
     def param_omittable(self, c: _Kids) -> ast.Param:
         return ast.Param(_cover(c[0], c[3]), ast.Ident(c[0].span, c[0].value), c[3], omittable=True)
 
@@ -964,6 +976,9 @@ class Builder:
             # `join(xs, ", ")`: a library function (docs/reference/functions.md); named arguments
             # make a tool call, even of a tool with a library function's name
             return ast.FuncCall(callee.span.to(close), callee.name, callee.span, positional)
+        if isinstance(callee, ast.Name) and positional and not named:
+            # `rank(x)`: a user function's call (or a mistake the checker explains)
+            return ast.UserCall(callee.span.to(close), callee.name, callee.span, positional)
         return ast.Call(callee.span.to(close), callee, named, positional)
 
     def args(self, c: _Kids) -> _Args:

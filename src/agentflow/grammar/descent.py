@@ -388,7 +388,32 @@ class Descent(ExprDescent):
             return self.eval_decl(p)
         if k == "IMPORT":
             return self.import_decl(p)
+        if k == "FN":
+            return self.fn_decl(p)
         bail()
+
+    def fn_decl(self, p: int) -> ast.FnDecl:
+        name = self.ident()
+        params = self.params()
+        self.take("ARROW")
+        returns = self.type()
+        self.take("EQUALS")
+        body = self.expr()
+        return ast.FnDecl(self.tn(p, body), name, params, returns, body, doc=self.docs.get(p))
+
+    def params(self) -> list[ast.Param]:
+        """``( p: T, … )``, a trailing comma allowed."""
+        self.take("LPAR")
+        params: list[ast.Param] = []
+        if self.K[self.p] != "RPAR":
+            params.append(self.param())
+            K = self.K
+            while K[self.p] == "COMMA":
+                self.p += 1
+                if K[self.p] not in ("COMMA", "RPAR"):
+                    params.append(self.param())
+        self.take("RPAR")
+        return params
 
     def import_decl(self, p: int) -> ast.ImportDecl:
         self.take("LBRACE")
@@ -602,16 +627,7 @@ class Descent(ExprDescent):
             catalog = q
             self.take("AS")
         tool = self.ident()
-        self.take("LPAR")
-        params: list[ast.Param] = []
-        if self.K[self.p] != "RPAR":
-            params.append(self.param())
-            K = self.K
-            while K[self.p] == "COMMA":
-                self.p += 1
-                if K[self.p] not in ("COMMA", "RPAR"):
-                    params.append(self.param())
-        self.take("RPAR")
+        params = self.params()
         self.take("ARROW")
         returns = self.type()
         if catalog is None:

@@ -456,6 +456,8 @@ class ExprDescent:
                     (named if isinstance(a, ast.Argument) else positional).append(a)
                 if isinstance(e, ast.Name) and positional and not named and e.name in FUNCTIONS:
                     e = ast.FuncCall(e.span.to(close), e.name, e.span, positional)
+                elif isinstance(e, ast.Name) and positional and not named:
+                    e = ast.UserCall(e.span.to(close), e.name, e.span, positional)
                 else:
                     e = ast.Call(e.span.to(close), e, named, positional)
             elif k == "LSQB":

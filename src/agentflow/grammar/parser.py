@@ -414,7 +414,7 @@ def _item_name(text: str, start: int, lines: _Lines | None = None) -> str | None
         return None
     kw = toks[0].value
     words = [t.value if isinstance(t.value, str) else None for t in toks]
-    if kw in ("stage", "type", "flow") and len(toks) > 1 and _IDENT.fullmatch(words[1] or ""):
+    if kw in ("stage", "type", "flow", "fn") and len(toks) > 1 and _IDENT.fullmatch(words[1] or ""):
         return words[1]
     if kw == "extern" and len(toks) > 2 and _IDENT.fullmatch(words[2] or ""):
         return words[2]

@@ -273,7 +273,7 @@ def expr_text(node: ast.Expr | None) -> str:
         return "[" + ", ".join(expr_text(i) for i in node.items) + "]"
     if isinstance(node, ast.ObjectLit):
         return "{" + ", ".join(f"{e.key}: {expr_text(e.value)}" for e in node.entries) + "}"
-    if isinstance(node, ast.FuncCall):
+    if isinstance(node, ast.FuncCall | ast.UserCall):
         return f"{node.name}(" + ", ".join(expr_text(a) for a in node.args) + ")"
     if isinstance(node, ast.CondExpr):
         then = _grouped(node.then, 1)  # the `then` arm is one operator chain

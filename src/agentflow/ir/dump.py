@@ -33,10 +33,13 @@ PLAN_ORDER = (
     "input_schema",
     "deadline",
     "budget",
+    "functions",
     "steps",
     "finish",
     "plans",
 )
+#: the keys of one of a plan's ``functions`` (docs/spec/PLAN_IR.md "functions")
+FUNCTION_ORDER = ("params", "expr", "meta")
 STEP_ORDER = ("id", "tool_name", "input", "timeout", "retry", "select", "result_schema", "meta")
 FINISH_ORDER = ("mode", "output", "prompt", "meta")
 RETRY_ORDER = ("attempts", "on", "backoff")
@@ -90,6 +93,11 @@ def _canon_plan(data: Any) -> Any:
     data = _ordered(data, PLAN_ORDER)
     if isinstance(data.get("finish"), dict):
         data["finish"] = _ordered(data["finish"], FINISH_ORDER)
+    if isinstance(data.get("functions"), dict):
+        data["functions"] = {
+            k: _ordered(v, FUNCTION_ORDER) if isinstance(v, dict) else v
+            for k, v in data["functions"].items()
+        }
     if isinstance(data.get("steps"), list):
         data["steps"] = [_canon_step(s) for s in data["steps"]]
     if isinstance(data.get("plans"), dict):

@@ -150,6 +150,19 @@ class BudgetLimits(BaseModel):
     cost: float | None = Field(None, ge=0)
 
 
+class PlanFunction(BaseModel):
+    """One of a plan's ``functions`` (docs/spec/PLAN_IR.md "functions"): a user function of the
+    `.flow` (docs/reference/programs.md "User functions"), its parameters' names and its body,
+    a pure expression over them, which a template's call ``name(a, …)`` runs with the
+    parameters bound. ``meta.source`` is where the `.flow` declared it."""
+
+    model_config = _CONFIG
+
+    params: list[str]
+    expr: str
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
 class Finish(BaseModel):
     """How a run ends (docs/spec/PLAN_IR.md §1): ``output`` renders a template, ``solver`` makes one
     LLM call with ``prompt``, ``silent`` returns no output."""
@@ -201,6 +214,7 @@ class Plan(BaseModel):
     input_schema: dict[str, Any] | None = Field(default=None, alias="inputSchema")
     deadline: str | None = None
     budget: BudgetLimits | None = None
+    functions: dict[str, PlanFunction] = Field(default_factory=dict)
     steps: list[Step]
     finish: Finish | None = None
     plans: dict[str, Plan] = Field(default_factory=dict)
@@ -209,6 +223,16 @@ class Plan(BaseModel):
     _source_map: Any = PrivateAttr(default=None)
     _path: tuple[str | int, ...] = PrivateAttr(default=())
     _broken: set[Any] = PrivateAttr(default_factory=set)
+    _function_table: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @property
+    def function_table(self) -> dict[str, Any]:
+        """``functions`` parsed and checked at load time (``ir.functions.Function`` by name)."""
+        return self._function_table
+
+    @function_table.setter
+    def function_table(self, value: dict[str, Any]) -> None:
+        self._function_table = value
 
     @property
     def source_file(self) -> str | None:

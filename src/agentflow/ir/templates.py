@@ -284,6 +284,21 @@ def compile_value(
     return out
 
 
+def compile_expression(
+    text: str,
+    *,
+    file: str = "<plan>",
+    path: Path = (),
+    source_map: SourceMap | None = None,
+    problems: list[Diagnostic],
+) -> ast.Expr | None:
+    """``text`` parsed as one pure expression (a plan function's body: docs/spec/PLAN_IR.md
+    "functions"), its spans in the plan file with ``source_map``; None when it does not parse,
+    is too deep or has effects (the problem appended to ``problems``)."""
+    node = _compile_text(text, file, tuple(path), source_map, problems, template=False)
+    return node if isinstance(node, ast.Expr) else None
+
+
 #: Keys whose mapping is a condition (docs/spec/PLAN_IR.md §4): a gate's ``when``, a ``loop``'s
 #: ``until``, and ``not`` inside a condition.
 _CONDITION_KEYS = ("when", "until", "not")

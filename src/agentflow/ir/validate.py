@@ -21,6 +21,7 @@ import regex
 from agentflow.core.diagnostics import (
     PLAN_CYCLE,
     PLAN_DUPLICATE_ID,
+    PLAN_FUNCTION_CALL,
     PLAN_INVALID_BODY,
     PLAN_INVALID_SCHEMA,
     PLAN_INVALID_VALUE,
@@ -33,6 +34,7 @@ from agentflow.core.diagnostics import (
     did_you_mean,
     suggested,
 )
+from agentflow.core.functions import FUNCTIONS
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import (
     BODY_CONTROL_STEPS,
@@ -56,12 +58,21 @@ from agentflow.core.vocabulary import (
     CONTROL_STEPS as CONTROL_STEPS,  # re-exported: runtime/tools/build.py
 )
 from agentflow.grammar import ast
+from agentflow.ir.functions import (
+    Function,
+    bind_calls,
+    body_problems,
+    call_problem,
+    calls_in,
+    function_cycles,
+)
 from agentflow.ir.models import Plan, Step
 from agentflow.ir.outcomes import tolerance
 from agentflow.ir.schemas import plainly_valid_schema, ref_problems, validation_errors
 from agentflow.ir.templates import (
     Path,
     SourceMap,
+    compile_expression,
     compile_value,
     iter_compiled_paths,
     iter_names,
@@ -170,6 +181,8 @@ class _Validator:
         self.file = file
         self.smap = smap
         self.problems: list[Diagnostic] = []
+        #: the plan's functions by name (docs/spec/PLAN_IR.md "functions"), its sub-plans' too
+        self.fn_table: dict[str, Function] = {}
 
     # -- reporting -------------------------------------------------------------------------
 
@@ -276,6 +289,16 @@ class _Validator:
                 key=True,
                 code=PLAN_UNKNOWN_FIELD,
             )
+        if not top and plan.functions:
+            self.problem(
+                (*path, "functions"),
+                "a sub-plan cannot have its own `functions`: it calls its plan's",
+                key=True,
+                code=PLAN_UNKNOWN_FIELD,
+            )
+        if top:
+            self.fn_table = self.functions(plan, path)
+            plan.function_table = self.fn_table
 
         self.ids: dict[str, Path] = {}
         top_ids = [s.id for s in plan.steps]
@@ -345,7 +368,7 @@ class _Validator:
     # -- steps -----------------------------------------------------------------------------
 
     def compile(self, value: Any, path: Path, *, conditions: bool) -> Any:
-        return compile_value(
+        compiled = compile_value(
             value,
             file=self.file,
             path=path,
@@ -353,6 +376,64 @@ class _Validator:
             problems=self.problems,
             conditions=conditions,
         )
+        if not _calls_something(value):
+            return compiled  # no `(`: no call to look for (most templates)
+        calls = calls_in(compiled)
+        if not calls:
+            return compiled
+        known = {n: len(f.params) for n, f in self.fn_table.items()}
+        for call in calls:
+            problem = call_problem(call, known)
+            if problem is not None:
+                self.problem(
+                    path, problem[0], hint=problem[1], span=call.span, code=PLAN_FUNCTION_CALL
+                )
+        return bind_calls(compiled, self.fn_table)
+
+    def functions(self, plan: Plan, path: Path) -> dict[str, Function]:
+        """The plan's ``functions`` parsed, checked and bound to one another
+        (docs/spec/PLAN_IR.md "functions"): names, parameters, bodies (pure, reading only
+        their parameters, calling known functions), no function reaching itself."""
+        known = {n: len(f.params) for n, f in plan.functions.items()}
+        table: dict[str, Function] = {}
+        calls: dict[str, list[str]] = {}
+        for name, fn in plan.functions.items():
+            fpath = (*path, "functions", name)
+            if not STEP_ID_RE.fullmatch(name) or name in FUNCTIONS:
+                self.problem(
+                    fpath,
+                    f"function name `{name}` must be an identifier that is no library function",
+                    key=True,
+                )
+                continue
+            params = list(fn.params)
+            for i, p in enumerate(params):
+                if not isinstance(p, str) or not STEP_ID_RE.fullmatch(p) or p in params[:i]:
+                    self.problem((*fpath, "params", i), f"parameter {p!r} must be a new identifier")
+            epath = (*fpath, "expr")
+            body = compile_expression(
+                fn.expr, file=self.file, path=epath, source_map=self.smap, problems=self.problems
+            )
+            if body is None:
+                continue
+            for message, node, hint in body_problems(name, params, body, known):
+                code = PLAN_FUNCTION_CALL if isinstance(node, ast.UserCall) else PLAN_UNKNOWN_NAME
+                self.problem(epath, message, hint=hint, span=node.span, code=code)
+            calls[name] = [c.name for c in calls_in(body) if c.name in known]
+            source = fn.meta.get("source") if isinstance(fn.meta, dict) else None
+            table[name] = Function(
+                name, tuple(params), body, source if isinstance(source, str) else None
+            )
+        for cycle in function_cycles(calls):  # a plan with one never loads: every call ends
+            self.problem(
+                (*path, "functions", cycle[0]),
+                "function calls itself: " + " → ".join(cycle),
+                key=True,
+                code=PLAN_CYCLE,
+            )
+        for ready in table.values():
+            ready.body = bind_calls(ready.body, table)
+        return table
 
     def step(
         self,
@@ -1004,6 +1085,17 @@ def validate_plan(plan: Plan, file: str | None = None) -> list[Diagnostic]:
     v = _Validator(file, getattr(plan, "_source_map", None))
     v.plan(plan, getattr(plan, "_path", ()) or (), top=True)
     return v.problems
+
+
+def _calls_something(value: Any) -> bool:
+    """True when a raw plan value has a string with ``(`` (a call may be in it)."""
+    if isinstance(value, str):
+        return "(" in value
+    if isinstance(value, dict):
+        return any(_calls_something(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_calls_something(v) for v in value)
+    return False
 
 
 def _or_list(words: list[str]) -> str:

@@ -28,7 +28,7 @@ from agentflow.core.vocabulary import (
 )
 from agentflow.grammar import ast
 from agentflow.grammar.scanner import COMMENTS, SynErr, Tok, comments, lex
-from agentflow.lsp import errors_help, locate
+from agentflow.lsp import errors_help, locate, user_functions
 
 if TYPE_CHECKING:
     from agentflow.lsp.analysis import Analysis
@@ -301,6 +301,7 @@ def expr_completions(a: Analysis, offset: int) -> list[Completion]:
                 if n.body.span.start <= offset <= n.body.span.end:  # `catch … as err { … }`
                     out.append(Completion(n.var.name, "variable", "Error"))
     out.extend(tool_completions(a))
+    out.extend(Completion(*c) for c in user_functions.completions(a, offset))
     out.extend(function_completions())
     out.extend(Completion(k, "keyword") for k in STATEMENT_KEYWORDS)
     return out

@@ -265,7 +265,7 @@ def code_completions(
         catch = _guarding(analysis.module, start)
         if catch is None:
             continue
-        possible = possible_error_codes(_guarded_node(catch))
+        possible = possible_error_codes(_guarded_node(catch), analysis.result.functions)
         if possible is None:
             break
         return [
@@ -289,7 +289,7 @@ def code_hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
             head = f"```flow\n(error code) {ident.name}\n```\n\n{ERROR_CODES[ident.name].summary}"
             if ident.name in HARD_STOP_CODES:
                 return f"{head}\n\nIt stops the run: no `catch` handles it.", ident.span
-            possible = possible_error_codes(_guarded_node(n))
+            possible = possible_error_codes(_guarded_node(n), a.result.functions)
             if possible is None:
                 why = "Here: what is guarded runs a sub-plan, which may fail with any code."
             else:

@@ -10,7 +10,7 @@ from agentflow.compiler.checker import Symbol, ToolSig
 from agentflow.core.functions import FUNCTIONS
 from agentflow.core.spans import Span
 from agentflow.grammar import ast
-from agentflow.lsp import errors_help, locate
+from agentflow.lsp import errors_help, locate, user_functions
 
 if TYPE_CHECKING:
     from agentflow.lsp.analysis import Analysis
@@ -25,7 +25,7 @@ def hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
     code = errors_help.code_hover(a, offset)  # an error code in `catch on [ … ]`
     if code is not None:
         return code
-    fn = function_hover(a, offset)
+    fn = function_hover(a, offset) or user_functions.hover(a, offset)
     if fn is not None:
         return fn
     nap = sleep_hover(a, offset)

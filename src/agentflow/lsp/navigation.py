@@ -12,7 +12,7 @@ from agentflow.compiler.checker import Symbol, ToolSig
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import BUILTIN_TYPES
 from agentflow.grammar import ast
-from agentflow.lsp import locate
+from agentflow.lsp import locate, user_functions
 
 if TYPE_CHECKING:
     from agentflow.lsp.analysis import Analysis
@@ -29,6 +29,9 @@ def definition(a: Analysis, offset: int) -> Span | None:
     """The span of the declaration of what is under ``offset`` (its name), or None.
 
     Prelude tools point into ``stdlib/prelude.flow`` (span file ``"<prelude>"``)."""
+    fn = user_functions.definition(a, offset)
+    if fn is not None:
+        return fn
     target = locate.target(a, offset)
     if target is None:
         return None
@@ -453,6 +456,8 @@ def _decl_span(sym: Symbol) -> Span | None:
         return d.alias.span
     if isinstance(d, ast.InputDecl):
         return d.span
+    if isinstance(d, ast.Param):  # a user function's parameter
+        return d.name.span
     if isinstance(d, ast.ReduceExpr):
         return d.acc.span if sym.kind == "acc" else d.var.span
     if isinstance(d, (ast.MapExpr, ast.FilterExpr)):

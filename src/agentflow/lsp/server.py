@@ -84,6 +84,7 @@ _SYMBOL_KINDS = {
     "type": lsp.SymbolKind.Struct,
     "field": lsp.SymbolKind.Field,
     "tool": lsp.SymbolKind.Function,
+    "function": lsp.SymbolKind.Function,
     "agent": lsp.SymbolKind.Object,
     "team": lsp.SymbolKind.Object,
     "stage": lsp.SymbolKind.Function,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from agentflow.compiler import types as T
 from agentflow.core.spans import Span
 from agentflow.grammar import ast
-from agentflow.lsp import locate
+from agentflow.lsp import locate, user_functions
 
 if TYPE_CHECKING:
     from agentflow.lsp.analysis import Analysis
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 @dataclass(slots=True)
 class DocSymbol:
     """An outline entry: ``kind`` is ``flow``, ``type``, ``field``, ``tool``, ``agent``,
-    ``team``, ``stage``, ``let``, ``test``, ``eval`` or ``scorer``; ``span`` the whole item; ``name_span`` its name."""
+    ``team``, ``function``, ``stage``, ``let``, ``test``, ``eval`` or ``scorer``; ``span`` the whole item; ``name_span`` its name."""
 
     name: str
     kind: str
@@ -65,6 +65,16 @@ def symbols(a: Analysis) -> list[DocSymbol]:
                     item.span,
                     item.name.span,
                     locate.sig_str(sig) if sig else None,
+                )
+            )
+        elif isinstance(item, ast.FnDecl):
+            out.append(
+                DocSymbol(
+                    item.name.name,
+                    "function",
+                    item.span,
+                    item.name.span,
+                    user_functions.outline_detail(a, item),
                 )
             )
         elif isinstance(item, ast.UseDecl):

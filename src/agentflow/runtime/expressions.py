@@ -766,6 +766,45 @@ def _call_function(name: str, args: list[Any]) -> Any:
         raise _too_deep() from None
 
 
+def _visit_UserCall(node: ast.UserCall, scope: Mapping[str, Any]) -> Any:
+    """A plan function's call (docs/spec/PLAN_IR.md "functions"; the loader bound ``node`` to
+    it): the arguments evaluated in the caller's scope, the body in a scope of the parameters
+    alone. A failure inside the body names the function and the call as written."""
+    fn = node.function
+    if fn is None:
+        raise ExprError(f"`{expr_text(node)}`: the plan has no function `{node.name}`")
+    args = [v.to_list() if type(v := _visit(a, scope)) is FlowRange else v for a in node.args]
+    if len(args) != len(fn.params):
+        raise ExprError(
+            f"`{expr_text(node)}`: function `{fn.name}` takes {len(fn.params)} arguments, "
+            f"{len(args)} given"
+        )
+    try:
+        return _visit(fn.body, dict(zip(fn.params, args, strict=True)))
+    except EvalEnded:
+        raise
+    except RunError as e:
+        raise _in_function(e, node, fn.name) from None
+
+
+def _in_function(e: RunError, node: ast.UserCall, name: str) -> RunError:
+    """``e``, raised inside function ``name``'s body, with the function and the call as
+    written before its message (a path missing there is still a missing path: ``??``). The
+    executor puts only the call in the `.flow`'s terms (``runtime/where.py``
+    ``_IN_FUNCTION``): the rest quotes the body, in its parameters' names."""
+    message = f"in function `{name}`, called as `{expr_text(node)}`: {e.message}"
+    out: RunError
+    if isinstance(e, BadPath):
+        out = BadPath(e.path, e.missing)
+    elif isinstance(e, ExprError):
+        out = ExprError(message)
+    else:
+        out = RunError(e.code, message, details=dict(e.details))
+    out.message = message
+    out.args = (message,)
+    return out
+
+
 def _visit_Call(node: ast.Call, scope: Mapping[str, Any]) -> Any:
     raise ExprError(f"`{expr_text(node.callee)}(…)`: tool calls are not allowed inside templates")
 
@@ -788,6 +827,7 @@ _VISIT: dict[type, Callable[[Any, Mapping[str, Any]], Any]] = {
     ast.Binary: _visit_Binary,
     ast.Call: _visit_Call,
     ast.FuncCall: _visit_FuncCall,
+    ast.UserCall: _visit_UserCall,
     ast.CondExpr: _visit_CondExpr,
 }
 

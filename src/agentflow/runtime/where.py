@@ -561,7 +561,15 @@ def in_source_terms(
             expr = _RESULT.sub(str(own), expr)
         return rename(expr, names, outer=outer)
 
+    called = _IN_FUNCTION.match(message)
+    if called is not None:  # only the call is the step's: the rest is the function's own text
+        return f"{message[: called.start(1)]}{shown(called.group(1))}{message[called.end(1) :]}"
     return _QUOTED.sub(lambda m: "`" + shown(m.group(1)) + "`", message)
+
+
+#: a failure inside a user function's body (runtime/expressions.py ``_in_function``): the call
+#: (group 1) is written in the step's names, what follows in the function's own
+_IN_FUNCTION = re.compile(r"in function `[^`]*`, called as `([^`]*)`: ")
 
 
 #: a `select`'s read of the value its step gives (an ask's answer, an agent's output)

@@ -1,0 +1,384 @@
+"""User functions in the checker: ``fn name(p: T, …) -> R = body`` (docs/reference/programs.md
+"User functions", docs/decisions.md "User functions").
+
+Two phases and one typing rule, composed into :class:`~agentflow.compiler.checker.Checker` like
+the other ``check_*`` mixins:
+
+- :meth:`UserFunctionChecks.declare_user_functions` — each ``fn``'s signature (parameter and
+  result types resolved like a tool's), its name checked against the library functions, the
+  declared tools and the other functions (``duplicate-definition``);
+- :meth:`UserFunctionChecks.check_user_functions` — each body: pure (only its parameters,
+  literals, operators, library functions and other user functions: ``impure-function``
+  otherwise), typed against the declared result (``type-mismatch``), its unused parameters
+  (``unused-variable``), and no function reaching itself (``recursive-function``);
+- ``visit_UserCall`` — ``rank(x)``: the arguments against the parameters, positionally; a name
+  that is no user function is reported as the parser used to read it (a tool called without
+  named arguments, ``unknown-function``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from agentflow.compiler.check_types import written_type
+from agentflow.compiler.checker_shared import CheckerShared, Var
+from agentflow.compiler.symbols import Symbol, suggest
+from agentflow.compiler.types import ERROR, Type
+from agentflow.core import diagnostics as D
+from agentflow.core.diagnostics import Note
+from agentflow.core.functions import FUNCTIONS
+from agentflow.grammar import ast
+
+__all__ = ["FnSig", "UserFunctionChecks", "IMPURE_NODES"]
+
+
+@dataclass(slots=True)
+class FnSig:
+    """A user function's signature: ``params`` in order as ``(name, type)``, ``returns``, the
+    declaration, and the user functions its body calls (``calls``, for ``recursive-function``
+    and the plan's ``functions``)."""
+
+    name: str
+    params: list[tuple[str, Type]]
+    returns: Type
+    decl: ast.FnDecl
+    calls: list[str] = field(default_factory=list)
+
+    @property
+    def signature(self) -> str:
+        """``rank(s: Severity) -> int``, as written (types by the names the file uses), as
+        hovers and notes show it."""
+        shown = ", ".join(f"{p.name.name}: {written_type(p.type)}" for p in self.decl.params)
+        return f"{self.name}({shown}) -> {written_type(self.decl.returns)}"
+
+
+#: What a function body may not hold, by node class → how messages name it: every construct
+#: that is a step of the plan rather than a value computed in a template.
+IMPURE_NODES: dict[type, str] = {
+    ast.Call: "a tool call",
+    ast.CallOptions: "a tool call",
+    ast.AgentExpr: "`agent`",
+    ast.AskExpr: "`ask`",
+    ast.VerifyExpr: "`verify`",
+    ast.MapExpr: "`map`",
+    ast.FilterExpr: "`filter`",
+    ast.ReduceExpr: "`reduce`",
+    ast.LoopExpr: "`loop`",
+    ast.CatchExpr: "`catch`",
+    ast.TryExpr: "`try`",
+}
+
+
+class UserFunctionChecks(CheckerShared):
+    """The phases and the typing rule of user functions (see the module docstring)."""
+
+    #: name → signature of every user function in scope (this file's and imported ones)
+    user_fns: dict[str, FnSig]
+    #: the function whose body is being checked (its calls are recorded), or None
+    current_fn: FnSig | None
+    #: the tool calls a call of no function is checked as (kept alive: types are keyed by id)
+    stand_ins: list[ast.Call]
+
+    def fn_items(self) -> list[ast.FnDecl]:
+        """The ``fn`` declarations in scope: this file's, then the imported ones."""
+        own = [i for i in self.items if isinstance(i, ast.FnDecl)]
+        return own + [i for i in self.imported_items if isinstance(i, ast.FnDecl)]
+
+    def declare_user_functions(self) -> None:
+        """Each ``fn``'s signature, its name and its parameters' names checked."""
+        self.user_fns = {}
+        self.current_fn = None
+        self.stand_ins = []
+        for fn in self.fn_items():
+            name = fn.name.name
+            params: list[tuple[str, Type]] = []
+            seen: dict[str, ast.Param] = {}
+            for p in fn.params:
+                pname = p.name.name
+                if pname in seen:
+                    self.report(
+                        D.DUPLICATE_DEFINITION,
+                        f"parameter `{pname}` of `{name}` is defined twice",
+                        p.name.span,
+                        notes=[Note("first defined here", seen[pname].name.span)],
+                    )
+                seen[pname] = p
+                if p.omittable:
+                    self.report(
+                        D.UNSUPPORTED_CONSTRUCT,
+                        f"parameter `{pname}` of `{name}` cannot be left out: a function is "
+                        "called with every argument, in order",
+                        p.name.span,
+                        hint=f"write `{pname}: T?` and pass `null` where there is no value",
+                    )
+                params.append((pname, self.resolve_type(p.type)))
+            if not fn.params:
+                self.report(
+                    D.UNSUPPORTED_CONSTRUCT,
+                    f"function `{name}` has no parameters: a function is called with at least "
+                    "one argument (a call with none is a tool call)",
+                    fn.name.span,
+                    hint="give it a parameter, or write the value where it is used",
+                )
+            sig = FnSig(name, params, self.resolve_type(fn.returns), fn)
+            if self._clashes(fn):
+                continue
+            self.user_fns[name] = sig
+
+    def _clashes(self, fn: ast.FnDecl) -> bool:
+        """Report a function whose name is taken: by a library function, a declared tool or
+        another function (``duplicate-definition``); True when it is."""
+        name = fn.name.name
+        if name in FUNCTIONS:
+            self.report(
+                D.DUPLICATE_DEFINITION,
+                f"`{name}` is a library function: a user function cannot take its name",
+                fn.name.span,
+                notes=[Note(f"`{FUNCTIONS[name].signature}`")],
+                hint=f"name it otherwise (`my_{name}`), or call the library's `{name}`",
+            )
+            return True
+        if name in self.tool_decls:
+            decl = self.tool_decls[name].decl
+            span = getattr(getattr(decl, "name", None), "span", None)
+            self.report(
+                D.DUPLICATE_DEFINITION,
+                f"`{name}` is a tool: a user function cannot take its name",
+                fn.name.span,
+                notes=[Note("the tool is declared here", span)] if span is not None else [],
+                hint="name the function otherwise",
+            )
+            return True
+        prev = self.user_fns.get(name)
+        if prev is not None and fn.span.file != self.module.file:
+            ident = self._import_ident(fn)
+            if ident is not None:
+                self.report(
+                    D.IMPORT_CONFLICT,
+                    f"function `{name}` is imported but is also declared in this file",
+                    ident.span,
+                    notes=[Note(f"the other `{name}`", prev.decl.name.span)],
+                    hint="rename or remove the local function",
+                )
+            return True
+        if prev is not None:
+            self.report(
+                D.DUPLICATE_DEFINITION,
+                f"function `{name}` is defined twice",
+                fn.name.span,
+                notes=[Note("first defined here", prev.decl.name.span)],
+            )
+            return True
+        return False
+
+    def _import_ident(self, fn: ast.FnDecl) -> ast.Ident | None:
+        """Where this file imports ``fn`` (or the function that brought it), or None."""
+        if self.imports is None:
+            return None
+        for imp in self.imports.declared:
+            if imp.item is fn:
+                ident: ast.Ident | None = imp.ident
+                if ident is not None:
+                    return ident
+                via = imp.via
+                pairs = list(imp.decl.pairs())
+                return next((loc for _, loc in pairs if loc.name == via), None)
+        return None
+
+    def check_user_functions(self) -> None:
+        """Each function's body: pure, typed against its result, its parameters used; then
+        the functions that reach themselves (``recursive-function``)."""
+        for sig in self.user_fns.values():
+            # an imported body too: its types are the lowering's (its problems are its file's)
+            self._check_body(sig)
+        self._report_cycles()
+
+    def _check_body(self, sig: FnSig) -> None:
+        fn = sig.decl
+        params = {p.name.name: p for p in fn.params}
+        impure = False
+        for n in ast.walk(fn.body):
+            what = IMPURE_NODES.get(type(n))
+            if what is None and isinstance(n, ast.Name) and n.name not in params:
+                what = self._outside_name(n.name)
+            if what is not None:
+                impure = True
+                self.report(
+                    D.IMPURE_FUNCTION,
+                    f"function `{sig.name}` uses {what}: a function computes its value from "
+                    "its parameters only",
+                    n.span,
+                    notes=[Note(f"`{sig.signature}`", fn.name.span)],
+                    hint="pass the value as a parameter, or do this in a stage"
+                    if isinstance(n, ast.Name)
+                    else "call it in a stage and pass its result to the function",
+                )
+        if impure:
+            return
+        saved_scopes, saved_stage = self.scopes, self.current_stage
+        self.scopes = [
+            {
+                pname: Var(Symbol("param", pname, t, params[pname]), params[pname].name.span)
+                for pname, t in sig.params
+            }
+        ]
+        self.current_stage = None
+        self.current_fn = sig
+        try:
+            self.expr(fn.body, sig.returns)
+        finally:
+            scope = self.scopes[0]
+            self.scopes, self.current_stage = saved_scopes, saved_stage
+            self.current_fn = None
+        for pname, var in scope.items():
+            if not var.used and not pname.startswith("_"):
+                self.report(
+                    D.UNUSED_VARIABLE,
+                    f"parameter `{pname}` of `{sig.name}` is never used",
+                    var.span,
+                    hint=f"remove it, or name it `_{pname}`",
+                )
+
+    def _outside_name(self, name: str) -> str | None:
+        """How an impure-function message names ``name`` read in a body when it is a name of
+        the program outside the function (None for anything else: typing reports it)."""
+        if name == "input":
+            return "the flow's `input`"
+        if name in self.all_stages:
+            return f"the stage `{name}`"
+        if name in self.uses:
+            return f"the `use` alias `{name}`"
+        return None
+
+    def _report_cycles(self) -> None:
+        """``recursive-function`` at each function of a cycle of calls, naming the cycle."""
+        reported: set[str] = set()
+        for start in self.user_fns:
+            if start in reported:
+                continue
+            path = self._cycle_from(start)
+            if path is None:
+                continue
+            reported.update(path)
+            sig = self.user_fns[start]
+            shown = " → ".join(f"`{n}`" for n in [*path, start])
+            self.report(
+                D.RECURSIVE_FUNCTION,
+                f"function `{start}` calls itself"
+                + ("" if len(path) == 1 else f" through {shown}")
+                + ": a function may not be recursive",
+                sig.decl.name.span,
+                notes=[
+                    Note(f"`{n}` is defined here", self.user_fns[n].decl.name.span)
+                    for n in path[1:]
+                ],
+                hint="compute the value without recursion (a bounded `loop` or `reduce` in a "
+                "stage, or a library function)",
+            )
+
+    def _cycle_from(self, start: str) -> list[str] | None:
+        """The functions from ``start`` round a cycle back to it (``[start, …]``), or None."""
+        stack: list[tuple[str, list[str]]] = [(start, [start])]
+        seen: set[str] = set()
+        while stack:
+            name, path = stack.pop()
+            for callee in self.user_fns[name].calls:
+                if callee == start:
+                    return path
+                if callee not in seen and callee in self.user_fns:
+                    seen.add(callee)
+                    stack.append((callee, [*path, callee]))
+        return None
+
+    def visit_UserCall(self, e: ast.UserCall, hint: Type | None) -> Type:
+        """``name(a, …)``: a user function's call (its arguments against its parameters, its
+        declared result); any other name as the parser used to read it, a tool call."""
+        sig = self.user_fns.get(e.name)
+        if sig is None:
+            return self._not_user_function(e, hint)
+        if e.name in self.hidden_fns and (
+            self.current_fn is None or self.current_fn.decl.span.file == self.module.file
+        ):
+            self.report(
+                D.UNKNOWN_FUNCTION,
+                f"unknown function `{e.name}`",
+                e.name_span,
+                hint=f"`{e.name}` comes with an imported function but is not imported here: "
+                f"add it to the `import` from `{sig.decl.span.file}`",
+            )
+        if self.current_fn is not None:
+            self.current_fn.calls.append(e.name)
+        if len(e.args) != len(sig.params):
+            self.report(
+                D.ARGUMENT_COUNT,
+                f"`{e.name}` takes {_count(len(sig.params))}, {len(e.args)} given",
+                e.span,
+                notes=[Note(f"`{sig.signature}`", sig.decl.name.span)],
+                hint="pass one argument per parameter, in order",
+            )
+        for arg, (_, t) in zip(e.args, sig.params, strict=False):
+            self.expr(arg, t)
+        for arg in e.args[len(sig.params) :]:
+            self.infer(arg)
+        return sig.returns
+
+    def _not_user_function(self, e: ast.UserCall, hint: Type | None) -> Type:
+        if e.name in self.user_fns_refused():
+            for a in e.args:
+                self.infer(a)
+            return ERROR
+        callee = ast.Name(e.name_span, e.name)
+        call = ast.Call(e.span, callee, [], list(e.args))
+        self.stand_ins.append(call)  # alive while the check keys types by id
+        t = self.infer(call, hint)
+        if "__" in e.name and e.name not in self.tool_decls:
+            # an untyped catalog tool called positionally: its arguments must be named too
+            self.report(
+                D.POSITIONAL_ARGUMENT,
+                "tool arguments must be named",
+                e.args[0].span,
+                hint="write `name: value`",
+            )
+        return t
+
+    def user_fns_refused(self) -> set[str]:
+        """Names of ``fn`` declarations refused (taken names): their calls are not reported."""
+        return {f.name.name for f in self.fn_items()} - set(self.user_fns)
+
+    def user_function_misuse(self, e: ast.Call) -> bool:
+        """Report a user function called with named arguments (``named-argument``) or none
+        (``argument-count``): True when ``e``'s callee is a user function."""
+        assert isinstance(e.callee, ast.Name)
+        sig = getattr(self, "user_fns", {}).get(e.callee.name)
+        if sig is None:
+            return False
+        shown = ", ".join(n for n, _ in sig.params)
+        note = Note(f"`{sig.signature}`", sig.decl.name.span)
+        if e.args:
+            self.report(
+                D.NAMED_ARGUMENT,
+                f"`{sig.name}` is a function: its arguments are not named (named arguments "
+                "make a tool call)",
+                e.args[0].name_span,
+                notes=[note],
+                hint=f"pass them in order: `{sig.name}({shown})`",
+            )
+        else:
+            self.report(
+                D.ARGUMENT_COUNT,
+                f"`{sig.name}` takes {_count(len(sig.params))}, 0 given",
+                e.span,
+                notes=[note],
+                hint=f"pass them in order: `{sig.name}({shown})`",
+            )
+        for a in e.args:
+            self.infer(a.value)
+        return True
+
+    def user_function_hint(self, name: str) -> str | None:
+        """ "did you mean `rank`?" for a name close to a user function's, else None."""
+        return suggest(name, list(self.user_fns)) if getattr(self, "user_fns", None) else None
+
+
+def _count(n: int) -> str:
+    return f"{n} argument" + ("" if n == 1 else "s")
