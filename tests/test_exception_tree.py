@@ -38,6 +38,8 @@ INTERNAL = {
     "code (runtime/interrupt.py)",
     "ForeignRecord": "a durable row of JSON whose shape agentflow never writes there (an "
     "UnreadableRecord): an InputError naming the run, like it",
+    "UnreadableRun": "the InputError of a command that met a durable row it cannot read "
+    "(runtime/durable/records.py unreadable_error): exit 1, the run named",
     "UnreadableRecord": "a durable row that is not agentflow's JSON: an InputError naming the "
     "run, or durable_replay_mismatch on replay (runtime/durable/records.py)",
     "EvalOffload": "an evaluation past its work budget on Temporal: the engine runs it again in "

@@ -58,6 +58,7 @@ __all__ = [
     "ForeignRecord",
     "Unreadable",
     "UnreadableRecord",
+    "UnreadableRun",
     "check_readable",
     "decode",
     "root_problem",
@@ -91,6 +92,11 @@ class UnreadableRecord(ValueError):
 class ForeignRecord(UnreadableRecord):
     """A stored row that is JSON, but not of the shape agentflow writes there (a row edited by
     hand or by another program): :func:`reading` says so."""
+
+
+class UnreadableRun(InputError):
+    """The error of a command that met a row of a durable run it cannot read
+    (:func:`unreadable_error`): the run is never used, whatever else the command would do."""
 
 
 class Unreadable:
@@ -518,31 +524,31 @@ def unreadable_error(
     root: bool = False,
     unit: str | None = None,
     shape: bool = False,
-) -> InputError:
+) -> UnreadableRun:
     """The error of a command that met an unreadable row of run ``run_id``; ``root``: its
     own row has a value agentflow never writes there (:func:`root_problem`); ``unit``: the
     row of that unit has (:func:`unit_problem`, the unit as the message names it); ``shape``:
     a row of its record is JSON of another shape than agentflow writes there
     (:func:`record_problem`, the answers' and questions' rows)."""
     if shape:
-        return InputError(
+        return UnreadableRun(
             f"run {run_id} cannot be read: a row of its record in the durable runs database "
             f"is not one agentflow wrote ({reason}); nothing in it was run. The row was "
             "changed by hand or by another program"
         )
     if unit is not None:
-        return InputError(
+        return UnreadableRun(
             f"run {run_id} cannot be read: the row of its unit {unit} in the durable runs "
             f"database is not one agentflow wrote ({reason}); nothing in it was run. The row "
             "was changed by hand or by another program"
         )
     if root:
-        return InputError(
+        return UnreadableRun(
             f"run {run_id} cannot be read: its row in the durable runs database is not one "
             f"agentflow wrote ({reason}); nothing in it was run. The row was changed by hand "
             "or by another program"
         )
-    return InputError(
+    return UnreadableRun(
         f"run {run_id} cannot be read: a row of its record in the durable runs database is "
         f"not agentflow's JSON ({reason}); nothing in it was run. An earlier agentflow stored "
         "pickles, or the row was changed by hand"
@@ -824,6 +830,11 @@ def record_problem(
     child = step.get("child_workflow_id")
     if child is not None and (not isinstance(child, str) or not child.startswith(run_id + "/")):
         return f"{where} names {child!r:.60} as its unit, which is not one of the run's"
+    engine = name.startswith("DBOS.") or name in ("agentflow.unit", "agentflow.run")
+    if child is not None and not engine:
+        return f"{where} starts a unit under a name that is not a workflow's"
+    if op is None and not engine and not name.endswith("/begin"):
+        return f"an operation's name {name!r:.60} is not one the engine records"
     if error is not None and not isinstance(error, BaseException):
         return f"{where} has an error that is not one"
     if name == "DBOS.recv":
