@@ -36,6 +36,10 @@ INTERNAL = {
     "NotRegular": "a FIFO or device where a file was expected: a tool_error (confined.py)",
     "EvalEnded": "a busy evaluation ended by its deadline, timeout or a stop: a RunError of that "
     "code (runtime/interrupt.py)",
+    "ForeignRecord": "a durable row of JSON whose shape agentflow never writes there (an "
+    "UnreadableRecord): an InputError naming the run, like it",
+    "UnreadableRun": "the InputError of a command that met a durable row it cannot read "
+    "(runtime/durable/records.py unreadable_error): exit 1, the run named",
     "UnreadableRecord": "a durable row that is not agentflow's JSON: an InputError naming the "
     "run, or durable_replay_mismatch on replay (runtime/durable/records.py)",
     "EvalOffload": "an evaluation past its work budget on Temporal: the engine runs it again in "

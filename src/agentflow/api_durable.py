@@ -38,6 +38,7 @@ from agentflow.runtime.durable.management import (
     recorded_spec,
     show_run,
 )
+from agentflow.runtime.durable.records import UnreadableRun
 from agentflow.runtime.durable.run_info import (
     Question,
     answer_command,
@@ -287,6 +288,8 @@ async def _closed_question_path(url: str, run_id: str, name: str) -> str:
     by name is told it was already answered, as by its path; else ``name`` unchanged."""
     try:
         info = await show_run(url, run_id)
+    except UnreadableRun:
+        raise  # a row of the run cannot be read: the answer is refused, as by its path
     except FlowError:
         return name
     found = set()

@@ -217,3 +217,20 @@ def test_a_record_with_no_tag_reads_as_its_json_and_an_escaped_tag_is_still_a_ta
     escaped = tagged.replace('"$af"', '"\\u0024af"')
     assert "$af" not in escaped
     assert RECORDS.deserialize(escaped) == {"t": (1, 2), "word": "caf\u00e9"}
+
+
+def test_every_dbos_reader_of_a_row_raises_unreadable_for_a_row_it_cannot_read():
+    """Pins the names records._strict_readers replaces: dbos._sys_db and dbos._core import
+    deserialize_value/args/exception by name; after install, a row of an unknown serialization
+    (DBOS: TypeError) or a portable error of another shape (KeyError) is an UnreadableRecord."""
+    from dbos import _core, _sys_db
+
+    serializer = install()
+    for module in (_sys_db, _core):
+        for name in ("deserialize_value", "deserialize_exception"):
+            assert hasattr(module, name), (module.__name__, name)
+        with pytest.raises(UnreadableRecord):
+            module.deserialize_value('{"d": 1}', "nonesuch", serializer)
+        with pytest.raises(UnreadableRecord):
+            module.deserialize_exception("{}", "portable_json", serializer)
+    assert _core.deserialize_args('{"args": [], "kwargs": {}}', None, serializer) is not None

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
+import math
 import time
 import weakref
 from dataclasses import dataclass
@@ -28,6 +29,12 @@ from typing import Any
 from agentflow.core.redaction import redact_data
 from agentflow.errors import InputError
 from agentflow.runtime.durable.dbos_system import dbos_module, system_database
+from agentflow.runtime.durable.records import (
+    ForeignRecord,
+    JsonRecords,
+    UnreadableRecord,
+    message_problem,
+)
 from agentflow.runtime.hooks import checked_answer  # engine-neutral: a plain run's --answer too
 
 __all__ = [
@@ -36,6 +43,7 @@ __all__ = [
     "FINISHED",
     "Claim",
     "claim_end",
+    "check_messages",
     "checked_answer",
     "claim",
     "claimed",
@@ -46,6 +54,8 @@ __all__ = [
     "refuse_closed",
 ]
 
+#: How a message is read (records.py): the serializer agentflow gives DBOS.
+_SERIALIZER = JsonRecords()
 #: The table of claims (created on first use, in the database of the run).
 TABLE = "agentflow_answers"
 #: What a claim that left the question unanswered stores.
@@ -109,8 +119,34 @@ def _read(conn: Any, workflow_id: str, key: str) -> Claim | None:
     ).first()
     if row is None:
         return None
-    value = json.loads(row[1]) if row[1] is not None else None
-    return Claim(False, str(row[0]), value, float(row[2]))
+    return claim_of(key, row[0], row[1], row[2])
+
+
+#: The kinds of claim rows (:data:`UNANSWERED`, an answer; a run's end: FINISHED, CANCEL).
+_KINDS = ("answer", UNANSWERED, "finished", "cancel")
+
+
+def claim_of(key: Any, kind: Any, value: Any, at: Any) -> Claim:
+    """The :class:`Claim` a row of :data:`TABLE` holds (``question``, ``kind``, ``value``,
+    ``claimed_at``), read without trusting it: raises
+    :class:`~agentflow.runtime.durable.records.UnreadableRecord` for a value that is not JSON
+    and :class:`~agentflow.runtime.durable.records.ForeignRecord` for a row of another shape
+    than a claim (an unknown kind, a time that is not one, an answer that is too deep) —
+    the commands say the run cannot be read (docs/durable.md "The database")."""
+    where = f"the claim of question {str(key)!r:.80}"
+    if kind not in _KINDS:
+        raise ForeignRecord(f"{where} has a kind {kind!r:.40} that is not one")
+    if type(at) not in (int, float) or not math.isfinite(at):
+        raise ForeignRecord(f"{where} has a time {at!r:.40} that is not one")
+    if value is None:
+        return Claim(False, kind, None, float(at))
+    if not isinstance(value, str):
+        raise ForeignRecord(f"{where} has an answer that is not JSON text")
+    try:
+        loaded = json.loads(value)
+    except (ValueError, RecursionError):
+        raise UnreadableRecord(f"{where} has an answer that is not JSON") from None
+    return Claim(False, kind, loaded, float(at))
 
 
 def _claim(workflow_id: str, key: str, message: Any, topic: str | None) -> Claim:
@@ -220,9 +256,8 @@ def _claim_rows(workflow_ids: list[str]) -> list[Any]:
 
 def _claimed(workflow_ids: list[str], path: str) -> tuple[str, Claim] | None:
     for wfid, key, kind, value, at in _claim_rows(workflow_ids):
-        if key == path or key.rsplit("#", 1)[0] == f"{path}/ask":
-            loaded = json.loads(value) if value is not None else None
-            return str(wfid), Claim(False, str(kind), loaded, float(at))
+        if key == path or str(key).rsplit("#", 1)[0] == f"{path}/ask":
+            return str(wfid), claim_of(key, kind, value, at)
     return None
 
 
@@ -239,10 +274,7 @@ async def claimed(workflow_ids: list[str], path: str) -> tuple[str, Claim] | Non
 def _claims(workflow_ids: list[str]) -> dict[tuple[str, str], Claim]:
     rows = _claim_rows(workflow_ids)
     return {
-        (str(wfid), str(key)): Claim(
-            False, str(kind), json.loads(value) if value is not None else None, float(at)
-        )
-        for wfid, key, kind, value, at in rows
+        (str(wfid), str(key)): claim_of(key, kind, value, at) for wfid, key, kind, value, at in rows
     }
 
 
@@ -289,6 +321,43 @@ async def refuse_closed(run_id: str, workflow_ids: list[str], step: str) -> None
         raise InputError(closed_message(run_id, step, found[1]))
 
 
+def _check_messages(workflow_ids: list[str]) -> None:
+    """Raise UnreadableRecord (ForeignRecord) for a message not yet taken by one of the units
+    ``workflow_ids`` that is not agentflow's JSON, or not an answer (records.message_problem):
+    what the unit would take when it goes on."""
+    import sqlalchemy as sa
+
+    sys_db = system_database()
+    table = sys_db.tables.notifications
+    with sys_db.engine.connect() as conn:
+        rows = conn.execute(
+            sa.select(table.c.topic, table.c.message, table.c.serialization).where(
+                table.c.destination_uuid.in_(workflow_ids), table.c.consumed.is_(False)
+            )
+        ).all()
+    for topic, message, serialization in rows:
+        where = f"the message {str(topic)!r:.80}"
+        if serialization == "py_pickle":
+            raise UnreadableRecord(
+                f"{where} is a pickle, which is never loaded: loading one runs code"
+            )
+        if serialization not in (None, _SERIALIZER.name()):
+            raise ForeignRecord(
+                f"{where} is stored as {serialization!r:.40}, which agentflow never writes"
+            )
+        value = _SERIALIZER.deserialize(message)
+        if (problem := message_problem(value)) is not None:
+            raise ForeignRecord(f"{where} is {problem}")
+
+
+async def check_messages(workflow_ids: list[str]) -> None:
+    """:func:`_check_messages` off the event loop (a resume checks them before it goes on)."""
+    if not workflow_ids:
+        return
+    await dbos_module().DBOS._configure_asyncio_thread_pool()
+    await asyncio.to_thread(_check_messages, workflow_ids)
+
+
 def _last_claim(workflow_ids: list[str]) -> float | None:
     import sqlalchemy as sa
 
@@ -301,7 +370,11 @@ def _last_claim(workflow_ids: list[str]) -> float | None:
             ),
             {"ws": workflow_ids},
         ).scalar()
-    return float(at) if at is not None else None
+    if at is None:
+        return None
+    if type(at) not in (int, float) or not math.isfinite(at):
+        raise ForeignRecord(f"a claim of a question has a time {at!r:.40} that is not one")
+    return float(at)
 
 
 async def last_claim(workflow_ids: list[str]) -> float | None:

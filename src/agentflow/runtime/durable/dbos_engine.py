@@ -39,9 +39,11 @@ from agentflow.runtime.durable.dbos_launch import (
     UNIT_WORKFLOW,
     _recovery_queue,
     _state,
+    check_recorded,
     dbos_with_workflows,
     launch,
     launched,
+    lazy_labels,
     query_item_page,
     query_items,
     recorded_input,
@@ -65,10 +67,12 @@ from agentflow.runtime.durable.engine import (
 from agentflow.runtime.durable.items import ItemRecords, items_for
 from agentflow.runtime.durable.ratelimit import rate_slot
 from agentflow.runtime.durable.records import (
+    ForeignRecord,
     UnreadableRecord,
+    check_readable,
+    check_record,
     lost_secret,
-    unreadable,
-    unreadable_error,
+    record_problem,
 )
 from agentflow.runtime.durable.spec import context_from_spec, run_root, trace_of
 from agentflow.runtime.interrupt import (
@@ -91,8 +95,11 @@ __all__ = [
     "UNIT_WORKFLOW",
     "DbosEngine",
     "build_runtime",
+    "check_recorded",
     "dbos_with_workflows",
     "fleet_map_batch",
+    "lazy_labels",
+    "never_taken_up",
     "reuse_table",
     "waiting_questions",
     "register_queues",
@@ -213,6 +220,8 @@ class DbosEngine:
             raise _unreadable(self.workflow_id(), name, e) from None
         except dbos.error.DBOSWorkflowCancelledError:
             raise Cancelled() from None
+        if not ran:  # replayed: a record agentflow wrote, or the run cannot go on
+            _replayable(self.workflow_id(), name, value)
         return value, ran
 
     async def recorded_item(self, path: str) -> bool:
@@ -225,9 +234,12 @@ class DbosEngine:
         """An idempotent operation recorded as a row of ``agentflow_items`` (items.py: group
         commit, read back by name) rather than as a DBOS step (two transactions)."""
         try:
-            return await _items().step(self.workflow_id(), name, fn, ordered=ordered)
+            value, ran = await _items().step(self.workflow_id(), name, fn, ordered=ordered)
         except UnreadableRecord as e:  # replaying a row that is not agentflow's JSON
             raise _unreadable(self.workflow_id(), name, e) from None
+        if not ran:
+            _replayable(self.workflow_id(), name, value)
+        return value, ran
 
     async def flush(self) -> None:
         """Wait until the running workflow's written-behind item records are committed
@@ -430,6 +442,15 @@ def _unreadable(workflow_id: str, name: str, e: Exception) -> RunError:
     )
 
 
+def _replayable(workflow_id: str, name: str, value: Any) -> None:
+    """Raise :func:`_unreadable` when ``value``, operation ``name``'s recorded result read
+    back to be replayed, is not one agentflow wrote (records.record_problem)."""
+    run_id = workflow_id.split("/", 1)[0]
+    reason = record_problem({"function_name": name, "output": value}, run_id)
+    if reason is not None:
+        raise _unreadable(workflow_id, name, ForeignRecord(reason))
+
+
 def _mismatch(e: Exception) -> RunError:
     return RunError(
         Code.DURABLE_REPLAY_MISMATCH,
@@ -486,6 +507,35 @@ def recover_run(run_id: str) -> list[str]:
                     dbos._sys_db.reenqueue_for_recovery(wfid, [executor], queue)
                 recovered.append(wfid)
     return recovered
+
+
+def never_taken_up(w: Any) -> str | None:
+    """Why root workflow ``w`` of a run that :func:`recover_run` did not recover, still
+    pending, would never be run by any process — so a resume would wait for it for ever —
+    or None when another may take it (a fleet worker holds it, or it waits on a queue for
+    one).  DBOS takes up a pending workflow only in a process of the application version
+    it was recorded under (agentflow's version: :func:`launch`), and calls only the
+    workflow functions registered under its recorded name (docs/decisions.md "A recovered
+    root no process calls")."""
+    from dbos._utils import GlobalParams
+
+    executor = str(getattr(w, "executor_id", None) or "")
+    if w.status == "ENQUEUED" or executor.startswith("worker:"):
+        return None  # a fleet's: its workers take it (liveness.py recovers a dead one's)
+    recorded = getattr(w, "app_version", None)
+    if recorded != GlobalParams.app_version:
+        return (
+            f"it was recorded by agentflow {recorded}, and this is agentflow "
+            f"{GlobalParams.app_version}: a durable run is taken up only by the version "
+            f"that started it (its recorded operations are that version's). Resume it with "
+            f"agentflow {recorded}, or end it with `flowc cancel {w.workflow_id}`"
+        )
+    if w.name not in (RUN_WORKFLOW, UNIT_WORKFLOW):
+        return f"its workflow {w.name!r:.40} is not one agentflow runs"
+    return (
+        "the engine did not take it up (its row names no process this one can take it "
+        f"from: executor {executor!r:.60}); end it with `flowc cancel {w.workflow_id}`"
+    )
 
 
 def interrupted_question(w: Any) -> bool:
@@ -961,18 +1011,18 @@ async def reuse_table(run_id: str, *, asks: bool = True) -> dict[str, tuple[str,
     """``{operation name: (input digest, value)}`` of every step run ``run_id`` (and its child
     units) finished without error: what ``--reuse`` and ``redrive`` may take.  ``asks``: its
     answered questions too (``--ask-again``: False, every question is asked again)."""
-    runs = await query_workflows(workflow_id_prefix=run_id, load_input=False, load_output=False)
+    runs = await query_workflows(workflow_id_prefix=run_id, load_input=True, load_output=True)
+    runs = [w for w in runs if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")]
     table: dict[str, tuple[str, Any]] = {}
-    ids = [w.workflow_id for w in runs if w.workflow_id == run_id or
-           w.workflow_id.startswith(run_id + "/")]  # fmt: skip
+    ids = [w.workflow_id for w in runs]
     if run_id not in ids:
         raise InputError(f"no durable run {run_id!r} to reuse")
+    label = lazy_labels(run_id, runs)
+    check_readable(run_id, runs, label)  # every row of the run: what it takes is its record
     for wfid in ids:
         for step in [*await query_steps(wfid), *await query_items(wfid)]:
+            check_record(run_id, step, label)
             out = step.get("output")
-            reason = unreadable(out, step.get("error"))
-            if reason is not None:
-                raise unreadable_error(run_id, reason)
             if step.get("error") is None and isinstance(out, dict) and "d" in out and "v" in out:
                 if lost_secret(out):  # a secret was redacted from it: run again, not reused
                     continue

@@ -22,11 +22,12 @@ from typing import Any
 from agentflow.core.version import __version__
 from agentflow.core.vocabulary import Code
 from agentflow.errors import RunError
-from agentflow.runtime.durable.answers import claims
+from agentflow.runtime.durable.answers import check_messages, claims, last_claim
 from agentflow.runtime.durable.dbos_system import (
     dbos_instance,
     dbos_module,
     install_inline_then,
+    query_steps,
     query_workflows,
     sqlite_engine,
     sqlite_path,
@@ -36,8 +37,22 @@ from agentflow.runtime.durable.dbos_system import (
 from agentflow.runtime.durable.items import item_page, item_steps
 from agentflow.runtime.durable.log_file import log_handler
 from agentflow.runtime.durable.ratelimit import holds
-from agentflow.runtime.durable.records import check_readable, install
-from agentflow.runtime.durable.run_info import Question, published_questions, split_closed
+from agentflow.runtime.durable.records import (
+    ForeignRecord,
+    check_readable,
+    check_record,
+    install,
+    question_problem,
+    reading,
+    root_problem,
+)
+from agentflow.runtime.durable.run_info import (
+    Question,
+    plan_of,
+    published_questions,
+    split_closed,
+)
+from agentflow.runtime.durable.shown import Labels
 from agentflow.runtime.tools import confined
 
 __all__ = [
@@ -57,7 +72,10 @@ __all__ = [
     "query_items",
     "recorded_input",
     "shutdown",
+    "check_recorded",
+    "lazy_labels",
     "open_questions",
+    "published",
     "waiting_questions",
 ]
 
@@ -328,16 +346,64 @@ async def open_questions(
     have not taken an answer to: ``(waiting, answered)`` — answered ones were closed by a
     claim (answers.py: ``flowc answer`` while the run is stopped) that their unit takes when
     it goes on."""
-    dbos = dbos_with_workflows()
     out = []
     for w in workflows:
         if w.status not in ("PENDING", "ENQUEUED"):
             continue
-        events = await dbos.DBOS.get_all_events_async(w.workflow_id)
+        events = await published(w.workflow_id)
         out.extend(published_questions(run_id, w.workflow_id, events))
     if not out:
         return [], []
     return split_closed(out, await claims(sorted({q.workflow_id for q in out})))
+
+
+def lazy_labels(run_id: str, family: list[Any]) -> Callable[[str], str | None]:
+    """Step path → the step as run ``run_id``'s `.flow` writes it (shown.Labels), the plan
+    loaded from the root of ``family`` only when first asked (a row found damaged: ``answer``
+    and ``cancel`` load no plan otherwise), None when it cannot be."""
+    made: list[Labels] = []
+
+    def label(path: str) -> str | None:
+        if not made:
+            root = next((w for w in family if w.workflow_id == run_id), None)
+            fine = root is not None and root_problem(root) is None
+            made.append(Labels(plan_of(root.input["args"][0]) if root and fine else None))
+        return made[0].label(path)
+
+    return label
+
+
+async def check_recorded(
+    run_id: str, family: list[Any], label: Callable[[str], str | None] | None = None
+) -> None:
+    """Check every row run ``run_id`` recorded besides its units' own (checked by
+    records.check_readable): each unit's operations and item records
+    (records.record_problem), the questions it published and their claims — what a resumed
+    run replays and reads.  Raises the InputError of records.unreadable_error (the step named
+    by ``label``, step path → the `.flow`'s name, when given); nothing is run first."""
+    ids = [w.workflow_id for w in family]
+    with reading(run_id):
+        for wfid in ids:
+            for step in [*await query_steps(wfid), *await query_items(wfid)]:
+                check_record(run_id, step, label)
+            await published(wfid)
+        await claims(ids)
+        await last_claim(ids)
+        await check_messages(ids)
+
+
+async def published(workflow_id: str) -> dict[str, Any]:
+    """The events unit ``workflow_id`` published (DBOS ``get_all_events``), each question
+    checked (records.question_problem).  Raises
+    :class:`~agentflow.runtime.durable.records.UnreadableRecord` (or its ForeignRecord) for
+    one that is not what agentflow publishes."""
+    events = await dbos_with_workflows().DBOS.get_all_events_async(workflow_id)
+    if not isinstance(events, dict):
+        raise ForeignRecord("the events of a unit are not a mapping")
+    for key, value in events.items():
+        if (reason := question_problem(key, value)) is not None:
+            raise ForeignRecord(reason)
+    return events
 
 
 async def waiting_questions(run_id: str, workflows: list[Any]) -> list[Question]:

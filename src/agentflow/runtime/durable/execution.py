@@ -28,8 +28,10 @@ from agentflow.runtime.durable.database import (
 )
 from agentflow.runtime.durable.dbos_engine import (
     build_runtime,
+    check_recorded,
     dbos_with_workflows,
     fleet_map_batch,
+    lazy_labels,
     register_queues,
     reuse_table,
     waiting_questions,
@@ -276,8 +278,16 @@ async def _resume(
         found = await dbos.DBOS.list_workflows_async(workflow_ids=[run_id])
         if not found or found[0].name == dbos_engine.UNIT_WORKFLOW:
             raise InputError(f"no durable run {run_id!r} in {safe_url(url)}")
-        check_readable(run_id, await dbos.DBOS.list_workflows_async(workflow_id_prefix=run_id))
+        family = [
+            w for w in await dbos.DBOS.list_workflows_async(workflow_id_prefix=run_id)
+            if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")
+        ]  # fmt: skip
+        # every row the run replays, checked before anything is taken up (records.py)
+        label = lazy_labels(run_id, family)
+        check_readable(run_id, family, label)
         status = found[0]
+        if status.status in ("PENDING", "ENQUEUED"):
+            await check_recorded(run_id, family, label)
         if dbos_engine.interrupted_question(status):
             # a question a Ctrl-C ended: continued from its record (docs/durable.md)
             await asyncio.to_thread(dbos_engine.reopen_question, run_id)
@@ -287,6 +297,9 @@ async def _resume(
             dbos_engine.forward_stops(run_id)  # before its root may start
             recovered = await asyncio.to_thread(dbos_engine.recover_run, run_id)
             here = run_id in recovered
+            if not here and (why := dbos_engine.never_taken_up(status)) is not None:
+                dbos_engine.forget_stops(run_id)  # no root here to stop: it would wait for ever
+                raise InputError(f"run {run_id} cannot be resumed: {why}")
             if on_waiting is not None:
                 family = await dbos.DBOS.list_workflows_async(workflow_id_prefix=run_id)
                 family = [

@@ -31,6 +31,7 @@ Rows are agentflow's JSON (records.py): ``output`` the step's ``{"d": digest, "v
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 import weakref
 from collections.abc import Awaitable, Callable
@@ -40,7 +41,7 @@ from typing import Any, TypeVar
 from agentflow.core.vocabulary import MAX_INT
 from agentflow.errors import Cancelled, RunAborted
 from agentflow.runtime.durable.dbos_system import dbos_module
-from agentflow.runtime.durable.records import Unreadable, install
+from agentflow.runtime.durable.records import ForeignRecord, Unreadable, install
 
 __all__ = ["ItemPage", "ItemRecords", "TABLE", "item_page", "item_steps", "items_for"]
 
@@ -147,7 +148,7 @@ class ItemRecords:
                 sa.text(f"SELECT name, output, error, ordered FROM {TABLE} WHERE workflow_id = :w"),
                 {"w": workflow_id},
             ).all()
-        return {str(name): (output, error, int(ordered)) for name, output, error, ordered in rows}
+        return {str(name): (output, error, _flag(ordered)) for name, output, error, ordered in rows}
 
     async def load(self, workflow_id: str) -> None:
         """Read unit ``workflow_id``'s records (once: until :meth:`forget`)."""
@@ -445,7 +446,7 @@ def item_page(sys_db: Any, workflow_ids: list[str], first: int) -> ItemPage:
                     {**params, "m": "%/model:%"},
                 ).all()
             ]
-        rows.sort(key=lambda r: (r[4], r[5], r[1]))
+        rows.sort(key=lambda r: (_at(r[4]), _at(r[5]), str(r[1])))
         # a failed attempt on the page whose next attempt is past it: told here, where the
         # rows are, so the page shows it `retried` as the whole listing does
         for row in rows[:first]:
@@ -465,6 +466,26 @@ def item_page(sys_db: Any, workflow_ids: list[str], first: int) -> ItemPage:
     return page
 
 
+def _flag(ordered: Any) -> int:
+    """A row's ``ordered`` (0 or 1); ForeignRecord for anything else (a row edited by hand)."""
+    if ordered not in (0, 1) or isinstance(ordered, float):
+        raise ForeignRecord(f"an item record's ordered mark {ordered!r:.40} is not one")
+    return int(ordered)
+
+
+def _ms(at: Any) -> Any:
+    """A row's time (epoch s) in epoch ms as the engine lists steps' times; a value that is
+    not a finite number is handed on as it is, for records.record_problem to refuse."""
+    if type(at) in (int, float) and math.isfinite(at) and abs(at) < 1e14:
+        return int(at * 1000)
+    return at
+
+
+def _at(at: Any) -> float:
+    """A row's time to order rows by (one that is not a number: last)."""
+    return float(at) if type(at) in (int, float) and math.isfinite(at) else math.inf
+
+
 def _read(text: str | None) -> Any:
     if text is None:
         return None
@@ -481,8 +502,8 @@ def _step(row: Any) -> dict[str, Any]:
         "function_name": str(name),
         "output": _read(output),
         "error": _read(error),
-        "started_at_epoch_ms": int(started * 1000),
-        "completed_at_epoch_ms": int(finished * 1000),
+        "started_at_epoch_ms": _ms(started),
+        "completed_at_epoch_ms": _ms(finished),
     }
 
 
@@ -518,8 +539,8 @@ def item_steps(sys_db: Any, workflow_id: str) -> list[dict[str, Any]]:
             "function_name": str(name),
             "output": read(output),
             "error": read(error),
-            "started_at_epoch_ms": int(started * 1000),
-            "completed_at_epoch_ms": int(finished * 1000),
+            "started_at_epoch_ms": _ms(started),
+            "completed_at_epoch_ms": _ms(finished),
         }
         for name, output, error, started, finished in rows
     ]

@@ -36,7 +36,9 @@ from agentflow.runtime.durable.dbos_launch import (
     RUN_WORKFLOW,
     _state,
     dbos_with_workflows,
+    lazy_labels,
     open_questions,
+    published,
     query_item_page,
     query_items,
     recorded_input,
@@ -45,8 +47,8 @@ from agentflow.runtime.durable.dbos_launch import (
 from agentflow.runtime.durable.dbos_system import nameless_roots, query_workflows
 from agentflow.runtime.durable.liveness import worker_alive
 from agentflow.runtime.durable.records import (
-    UnreadableRecord,
     check_readable,
+    check_record,
     reading,
     root_problem,
     unreadable,
@@ -198,21 +200,29 @@ async def _listed(dbos: Any, w: Any, alive: bool) -> RunInfo:
     # a run with a row that cannot be read is listed as such; the others as usual
     reason = unreadable(w.input, w.output, w.error)
     root = reason is None and (reason := root_problem(w)) is not None
+    why: str | None = None
     if reason is None:
         info = _info(w, alive)
-        if w.status in ("PENDING", "ENQUEUED"):
+        if w.status in ("PENDING", "ENQUEUED"):  # its units and questions are read: checked
             family = await dbos.DBOS.list_workflows_async(workflow_id_prefix=w.workflow_id)
+            family = [
+                u for u in family
+                if u.workflow_id == w.workflow_id or u.workflow_id.startswith(w.workflow_id + "/")
+            ]  # fmt: skip
             try:
-                info.questions, info.answered = await open_questions(w.workflow_id, family)
-            except UnreadableRecord as e:
-                reason = str(e)
+                check_readable(w.workflow_id, family, lazy_labels(w.workflow_id, [w]))
+                with reading(w.workflow_id):
+                    info.questions, info.answered = await open_questions(w.workflow_id, family)
+            except InputError as e:
+                why = str(e)
             if info.questions and info.status == "running":
                 info.status = "waiting"
     if reason is not None:
+        why = str(unreadable_error(w.workflow_id, reason, root=root))
+    if why is not None:
         info = RunInfo(
             w.workflow_id, "unreadable", "", _seconds(w.created_at) or 0.0,
-            _seconds(w.updated_at) or 0.0,
-            unreadable=str(unreadable_error(w.workflow_id, reason, root=root)),
+            _seconds(w.updated_at) or 0.0, unreadable=why,
         )  # fmt: skip
     return info
 
@@ -274,7 +284,7 @@ async def show_run(
     family = [
         w for w in family if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")
     ]
-    check_readable(run_id, family)
+    check_readable(run_id, family, lazy_labels(run_id, family))
     with reading(run_id):
         return await _show_run(url, run_id, root, family, internals, values, limit, offset)
 
@@ -321,9 +331,7 @@ async def _show_run(
             name = step["function_name"]
             error = step.get("error")
             out = step.get("output")
-            reason = unreadable(out, error)
-            if reason is not None:
-                raise unreadable_error(run_id, reason)
+            check_record(run_id, step, labels.label)
             op = parse_operation(name)
             if op is None:
                 info.internal += 1
@@ -417,8 +425,7 @@ def _spec_of(w: Any) -> dict[str, Any]:
 async def _unanswered(workflow_id: str, unit: str, labels: Any) -> list[dict[str, Any]]:
     """The questions unit ``workflow_id`` asked that went unanswered (its ``ask`` went on as
     after a timeout): they record no operation of the run's own, only their events."""
-    events = await dbos_with_workflows().DBOS.get_all_events_async(workflow_id)
-    return unanswered_steps(events, unit, labels)
+    return unanswered_steps(await published(workflow_id), unit, labels)
 
 
 async def _holders(url: str, run_id: str, family: list[Any]) -> list[dict[str, Any]]:
@@ -463,18 +470,18 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
     ]
     if not family:
         raise InputError(f"no durable run {run_id!r} in {safe_url(url)}")
-    check_readable(run_id, family)
+    check_readable(run_id, family, lazy_labels(run_id, family))
     with reading(run_id):
         pending = await waiting_questions(run_id, family)
-    question = next((q for q in pending if q.path == step), None)
-    if question is None:
-        await refuse_closed(run_id, [w.workflow_id for w in family], step)
-        raise InputError(no_question_message(run_id, step, pending))
+        question = next((q for q in pending if q.path == step), None)
+        if question is None:
+            await refuse_closed(run_id, [w.workflow_id for w in family], step)
+            raise InputError(no_question_message(run_id, step, pending))
 
-    value = checked_answer(question, value)
-    closed = await claim(
-        question.workflow_id, question.key, {"answer": value}, topic=f"answer:{step}"
-    )
+        value = checked_answer(question, value)
+        closed = await claim(
+            question.workflow_id, question.key, {"answer": value}, topic=f"answer:{step}"
+        )
     if not closed.accepted:
         raise InputError(closed_message(run_id, step, closed))
     return question
@@ -492,7 +499,7 @@ async def pending_questions(url: str, run_id: str) -> list[Question]:
     family = [
         w for w in family if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")
     ]
-    check_readable(run_id, family)
+    check_readable(run_id, family, lazy_labels(run_id, family))
     with reading(run_id):
         return await waiting_questions(run_id, family)
 

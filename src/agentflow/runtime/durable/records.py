@@ -45,20 +45,28 @@ import json
 import math
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from agentflow.core.redaction import SECRETS, Secrets
 from agentflow.errors import InputError
+from agentflow.runtime.durable.shown import parse_operation
 
 __all__ = [
     "REDACTED",
     "JsonRecords",
+    "ForeignRecord",
     "Unreadable",
     "UnreadableRecord",
+    "UnreadableRun",
     "check_readable",
     "decode",
     "root_problem",
+    "record_problem",
+    "check_record",
+    "question_problem",
+    "message_problem",
+    "unit_problem",
     "encode",
     "held_secret",
     "install",
@@ -79,6 +87,16 @@ _MODULES = ("agentflow.errors", "agentflow.runtime.models.base", "dbos._error")
 
 class UnreadableRecord(ValueError):
     """A stored row that is not agentflow's JSON (a pickle, a tampered or cut row)."""
+
+
+class ForeignRecord(UnreadableRecord):
+    """A stored row that is JSON, but not of the shape agentflow writes there (a row edited by
+    hand or by another program): :func:`reading` says so."""
+
+
+class UnreadableRun(InputError):
+    """The error of a command that met a row of a durable run it cannot read
+    (:func:`unreadable_error`): the run is never used, whatever else the command would do."""
 
 
 class Unreadable:
@@ -433,9 +451,44 @@ def install() -> JsonRecords:
         # dbos._sys_db imports the function from dbos._serialization without re-exporting
         # it; its callers read that module global, which is what is replaced here
         _sys_db.safe_deserialize = safe_deserialize  # type: ignore[attr-defined]
+        _strict_readers()
         _installed["serializer"] = JsonRecords()
     serializer: JsonRecords = _installed["serializer"]
     return serializer
+
+
+#: DBOS's readers of a row, by the name its modules import them under, and the modules that do.
+_READERS = ("deserialize_value", "deserialize_args", "deserialize_exception")
+_READER_MODULES = ("dbos._sys_db", "dbos._core", "dbos._dbos", "dbos._datasource", "dbos._client")
+
+
+def _strict_readers() -> None:
+    """Make every DBOS reader of a row raise :class:`UnreadableRecord` for a row it cannot
+    read, whatever the reason: a ``serialization`` column naming a format this process lacks
+    (DBOS raises TypeError), a ``portable_json`` row of another shape (KeyError), JSON too
+    deep (RecursionError).  So a command or a replay that meets one says the run cannot be
+    read (:func:`reading`, dbos_engine's replay) instead of a traceback."""
+    from dbos import _serialization
+
+    def strict(name: str) -> Any:
+        original = getattr(_serialization, name)
+
+        def read(*args: Any, **kw: Any) -> Any:
+            try:
+                return original(*args, **kw)
+            except UnreadableRecord:
+                raise
+            except Exception as e:  # noqa: BLE001 - any row at all
+                raise UnreadableRecord(f"a row DBOS cannot read: {e}") from None
+
+        return read
+
+    readers = {name: strict(name) for name in _READERS}
+    for module in _READER_MODULES:
+        found = sys.modules.get(module)
+        for name, reader in readers.items():
+            if found is not None and hasattr(found, name):
+                setattr(found, name, reader)
 
 
 def held_secret(text: str) -> str | None:
@@ -464,16 +517,38 @@ def held_secret(text: str) -> str | None:
 # What the run's commands say about an unreadable row
 
 
-def unreadable_error(run_id: str, reason: str, *, root: bool = False) -> InputError:
+def unreadable_error(
+    run_id: str,
+    reason: str,
+    *,
+    root: bool = False,
+    unit: str | None = None,
+    shape: bool = False,
+) -> UnreadableRun:
     """The error of a command that met an unreadable row of run ``run_id``; ``root``: its
-    own row has a value agentflow never writes there (:func:`root_problem`)."""
+    own row has a value agentflow never writes there (:func:`root_problem`); ``unit``: the
+    row of that unit has (:func:`unit_problem`, the unit as the message names it); ``shape``:
+    a row of its record is JSON of another shape than agentflow writes there
+    (:func:`record_problem`, the answers' and questions' rows)."""
+    if shape:
+        return UnreadableRun(
+            f"run {run_id} cannot be read: a row of its record in the durable runs database "
+            f"is not one agentflow wrote ({reason}); nothing in it was run. The row was "
+            "changed by hand or by another program"
+        )
+    if unit is not None:
+        return UnreadableRun(
+            f"run {run_id} cannot be read: the row of its unit {unit} in the durable runs "
+            f"database is not one agentflow wrote ({reason}); nothing in it was run. The row "
+            "was changed by hand or by another program"
+        )
     if root:
-        return InputError(
+        return UnreadableRun(
             f"run {run_id} cannot be read: its row in the durable runs database is not one "
             f"agentflow wrote ({reason}); nothing in it was run. The row was changed by hand "
             "or by another program"
         )
-    return InputError(
+    return UnreadableRun(
         f"run {run_id} cannot be read: a row of its record in the durable runs database is "
         f"not agentflow's JSON ({reason}); nothing in it was run. An earlier agentflow stored "
         "pickles, or the row was changed by hand"
@@ -489,18 +564,30 @@ def unreadable(*parts: Any) -> str | None:
     return None
 
 
-def check_readable(run_id: str, workflows: Any) -> None:
+def check_readable(
+    run_id: str, workflows: Any, label: Callable[[str], str | None] | None = None
+) -> None:
     """Raise :func:`unreadable_error` when a workflow status of ``workflows`` (DBOS
-    ``WorkflowStatus``) has a part that could not be read, or when the run's own row (the
-    one whose id is ``run_id``) is not one agentflow wrote (:func:`root_problem`)."""
+    ``WorkflowStatus``) has a part that could not be read, when the run's own row (the one
+    whose id is ``run_id``) is not one agentflow wrote (:func:`root_problem`), or when a row
+    of one of its units is not (:func:`unit_problem`; named by ``label``, step path → the
+    step as the `.flow` writes it, when given)."""
     for w in workflows:
         reason = unreadable(
             getattr(w, "input", None), getattr(w, "output", None), getattr(w, "error", None)
         )
         if reason is not None:
             raise unreadable_error(run_id, reason)
-        if getattr(w, "workflow_id", None) == run_id and (reason := root_problem(w)):
+        wfid = getattr(w, "workflow_id", None)
+        if wfid == run_id and (reason := root_problem(w)):
             raise unreadable_error(run_id, reason, root=True)
+        if isinstance(wfid, str) and wfid.startswith(run_id + "/"):
+            if (reason := unit_problem(w, run_id)) is not None:
+                unit = wfid[len(run_id) + 1 :]
+                named = label(unit) if label is not None else None
+                raise unreadable_error(
+                    run_id, reason, unit=f"`{named}` ({unit})" if named else unit
+                )
 
 
 #: The engine's statuses of a workflow row (dbos ``WorkflowStatusString``).
@@ -521,20 +608,10 @@ def root_problem(w: Any) -> str | None:
     it (docs/durable.md "The database": a run that cannot be read)."""
     if getattr(w, "name", None) != "agentflow.run":
         return f"its workflow name is {getattr(w, 'name', None)!r:.40}, not 'agentflow.run'"
-    status = getattr(w, "status", None)
-    if status not in _STATUSES:
-        return f"its status {status!r:.40} is not one the engine records"
-    for field in ("created_at", "updated_at"):
-        t = getattr(w, field, None)
-        if t is not None and (
-            type(t) is not int and type(t) is not float or not math.isfinite(t) or abs(t) > _LATEST
-        ):
-            return f"its {field} {t!r:.40} is not a time"
-    raw = getattr(w, "input", None)
-    raw = raw if isinstance(raw, dict) else {}
-    args = raw.get("args")
-    spec = args[0] if isinstance(args, list | tuple) and len(args) == 1 else None
-    if not isinstance(spec, dict) or raw.get("kwargs") != {}:  # what DBOS calls the run with
+    if (problem := _row_problem(w)) is not None:
+        return problem
+    spec = _started_with(w)
+    if spec is None:  # what DBOS calls the run with
         return "its recorded input is not a run's input"
     text = spec.get("plan_text")
     if not isinstance(text, str):
@@ -542,7 +619,242 @@ def root_problem(w: Any) -> str | None:
     for key in _TEXTS:
         if spec.get(key) is not None and not isinstance(spec[key], str):
             return f"its recorded {key} is not text"
+    if (problem := _outcome_problem(getattr(w, "output", None))) is not None:
+        return problem
     return _plan_problem(text)
+
+
+#: A run's statuses (result.RunStatus) as its recorded outcome holds them.
+_RUN_STATUSES = frozenset(("ok", "exited", "error", "aborted", "cancelled"))
+
+
+def _outcome_problem(output: Any) -> str | None:
+    """Why ``output``, a run's recorded outcome (its root's output: ``{status, output, error,
+    results, usage, duration_ms, …}``, spec.run_root), is not one, or None (also for none
+    recorded or read)."""
+    if output is None or isinstance(output, Unreadable):
+        return None
+    if not isinstance(output, dict) or output.get("status") not in _RUN_STATUSES:
+        return "its recorded outcome is not a run's outcome"
+    error = output.get("error")
+    if error is not None and not (
+        isinstance(error, dict)
+        and isinstance(error.get("code"), str)
+        and isinstance(error.get("message"), str)
+    ):
+        return "its recorded outcome has an error that is not one"
+    for key in ("results", "usage"):
+        if output.get(key) is not None and not isinstance(output[key], dict):
+            return f"its recorded outcome has {key} that are not an object"
+    return None
+
+
+def _row_problem(w: Any) -> str | None:
+    """Why workflow row ``w``'s status or times are not ones the engine writes, or None."""
+    status = getattr(w, "status", None)
+    if status not in _STATUSES:
+        return f"its status {status!r:.40} is not one the engine records"
+    for field in ("created_at", "updated_at"):
+        if not _is_time(t := getattr(w, field, None)):
+            return f"its {field} {t!r:.40} is not a time"
+    return None
+
+
+def _is_time(t: Any) -> bool:
+    """True for a row's time as the engine writes it: null, or a finite number of epoch
+    milliseconds within the calendar (not a bool, not text)."""
+    if t is None:
+        return True
+    return (type(t) is int or type(t) is float) and math.isfinite(t) and abs(t) <= _LATEST
+
+
+def _started_with(w: Any) -> dict[str, Any] | None:
+    """The one argument workflow row ``w`` records it was called with (DBOS's ``{"args":
+    (spec,), "kwargs": {}}``), or None when its input is not so."""
+    raw = getattr(w, "input", None)
+    raw = raw if isinstance(raw, dict) else {}
+    args = raw.get("args")
+    spec = args[0] if isinstance(args, list | tuple) and len(args) == 1 else None
+    return spec if isinstance(spec, dict) and raw.get("kwargs") == {} else None
+
+
+#: A child unit's recorded input, by kind (engine.DurableEffects.describe, chat_on_queue): the
+#: entries it must have and their types.
+_UNIT_ENTRIES: dict[str, dict[str, Any]] = {
+    "body": {"body": str, "scope": dict},
+    "batch": {"body": str, "scope": dict, "items": list, "lo": int, "map_path": str},
+    "plan": {"name": str, "args": dict},
+    "tool": {"name": str, "args": dict},
+    "model": {"role": str},
+}
+#: The entries every unit but a model call's has (its plan frame).
+_FRAME = {"stack": list, "prefix": str}
+
+
+def unit_problem(w: Any, run_id: str) -> str | None:
+    """Why row ``w`` of a child unit of run ``run_id`` (a map item, a branch, a ``plan__*``
+    call, a model call on a fleet queue: a DBOS ``WorkflowStatus`` read with its input) is not
+    one agentflow wrote, or None: its workflow name, status, times and recorded input (the
+    unit's spec: its run, kind, path and the entries its kind has; engine.py ``describe``).
+    A unit the engine could not take up (an unknown status, no spec to call it with) would
+    leave its run waiting for it for ever."""
+    name = getattr(w, "name", None)
+    if name != "agentflow.unit":
+        return f"its workflow name is {name!r:.40}, not 'agentflow.unit'"
+    if (problem := _row_problem(w)) is not None:
+        return problem
+    error = getattr(w, "error", None)
+    if error is not None and not isinstance(error, BaseException | Unreadable):
+        return "its recorded error is not one"
+    spec = _started_with(w)
+    if spec is None or spec.get("run") != run_id:
+        return "its recorded input is not a unit's input"
+    kind = spec.get("kind")
+    if kind not in _UNIT_ENTRIES:
+        return f"its recorded kind {kind!r:.40} is not one the engine records"
+    wanted = {"path": str, **_UNIT_ENTRIES[kind], **({} if kind == "model" else _FRAME)}
+    for key, typ in wanted.items():
+        value = spec.get(key)
+        if not isinstance(value, typ) or isinstance(value, bool):
+            return f"its recorded {key} is not {_NAMES[typ]}"
+    if kind != "model" and not all(isinstance(p, str) for p in spec["stack"]):
+        return "its recorded stack is not a list of plan names"
+    if kind != "model" and not _is_number(spec.get("deadline_at"), null=True):
+        return "its recorded deadline is not a time"
+    return None
+
+
+def check_record(run_id: str, step: Any, label: Callable[[str], str | None] | None = None) -> None:
+    """Raise :func:`unreadable_error` when recorded operation ``step`` of run ``run_id`` is
+    not one agentflow wrote (:func:`record_problem`): a part that is not agentflow's JSON, or
+    JSON of another shape."""
+    reason = record_problem(step, run_id, label)
+    if reason is not None:
+        json_ok = isinstance(step, dict) and unreadable(step.get("output"), step.get("error"))
+        raise unreadable_error(run_id, reason, shape=not json_ok)
+
+
+def message_problem(message: Any) -> str | None:
+    """Why ``message``, one sent to a unit that waits on a question (``{"answer": V}``, or
+    ``"unanswered"``: answers.py), or what its wait received (None when it timed out), is
+    not one, or None."""
+    if message is None or message == "unanswered":
+        return None
+    if isinstance(message, dict) and set(message) == {"answer"}:
+        return None
+    return "a message that is not an answer"
+
+
+def question_problem(key: Any, value: Any) -> str | None:
+    """Why a question unit published (event ``question:PATH`` → ``{question, path,
+    operation, choices, schema, timeout, asked_at, label, answered?}``, engine.py) is not one
+    agentflow wrote, or None.  Other events are not read."""
+    if not isinstance(key, str) or not key.startswith("question:"):
+        return None
+    if isinstance(value, Unreadable):
+        return value.reason
+    where = f"the question published as {key!r:.80}"
+    if not isinstance(value, dict):
+        return f"{where} is not one"
+    for entry, kinds in _QUESTION.items():
+        if entry in value and not isinstance(value[entry], kinds):
+            return f"{where} has a {entry} that is not one"
+        if entry in value and isinstance(value[entry], bool) and bool not in kinds:
+            return f"{where} has a {entry} that is not one"
+    if not isinstance(value.get("question"), str):
+        return f"{where} has no question"
+    choices = value.get("choices")
+    if isinstance(choices, list) and any(isinstance(c, dict | list) for c in choices):
+        return f"{where} has a choice that is not one"
+    for entry in ("timeout", "asked_at"):
+        if entry in value and not _is_number(value[entry], null=True):
+            return f"{where} has a {entry} that is not a number"
+    return None
+
+
+#: The entries of a published question and their types (engine.py ``ask``).
+_QUESTION: dict[str, tuple[type, ...]] = {
+    "question": (str,),
+    "path": (str, type(None)),
+    "operation": (str, type(None)),
+    "choices": (list, type(None)),
+    "schema": (dict, type(None)),
+    "timeout": (int, float, type(None)),
+    "asked_at": (int, float, type(None)),
+    "label": (str, type(None)),
+    "answered": (bool,),
+}
+
+
+_NAMES: dict[Any, str] = {str: "text", dict: "an object", list: "a list", int: "an integer"}
+
+
+def _is_number(value: Any, *, null: bool = False) -> bool:
+    if value is None:
+        return null
+    return (type(value) is int or type(value) is float) and math.isfinite(value)
+
+
+#: The keys an operation's record may carry besides its digest and value (engine.py ``_step``).
+_RECORD_KEYS = frozenset(("d", "v", "reused", REDACTED))
+
+
+def record_problem(
+    step: Any, run_id: str, label: Callable[[str], str | None] | None = None
+) -> str | None:
+    """Why a recorded operation ``step`` of run ``run_id`` (a DBOS step or an item record:
+    ``{function_name, output, error, started_at_epoch_ms, completed_at_epoch_ms,
+    child_workflow_id?}`` as the engine lists steps) is not one agentflow wrote, or None:
+    the reason an :class:`Unreadable` part gives; else an operation of agentflow's
+    (``PATH/tool:NAME#N``, ``PATH/ask#N``, …) whose result is not ``{"d": digest, "v": value}``
+    or whose error is not an exception, an answer's message (``DBOS.recv``) that is not one, a
+    sleep's wake-up time that is not a time, a link to a child unit that is not one of the
+    run's, a time that is not one.  The one check of an operation's row, made by every
+    command that reads it (``runs show``, ``--reuse``, ``redrive``, ``resume``) and by the
+    engine as it replays it.  ``label``: step path → the step as the `.flow` writes it, which
+    the reason names."""
+    if not isinstance(step, dict):
+        return "an operation's row is not one"
+    name = step.get("function_name")
+    output, error = step.get("output"), step.get("error")
+    if (reason := unreadable(output, error)) is not None:
+        return reason
+    if not isinstance(name, str) or not name:
+        return f"an operation's name {name!r:.40} is not one the engine records"
+    op = parse_operation(name)
+    named = label(op.path) if op is not None and label is not None else None
+    where = f"the step `{named}` ({name:.80})" if named else f"the operation {name!r:.80}"
+    for field in ("started_at_epoch_ms", "completed_at_epoch_ms"):
+        if not _is_time(step.get(field)):
+            return f"{where} has a {field.split('_')[0]} time that is not a time"
+    child = step.get("child_workflow_id")
+    if child is not None and (not isinstance(child, str) or not child.startswith(run_id + "/")):
+        return f"{where} names {child!r:.60} as its unit, which is not one of the run's"
+    engine = name.startswith("DBOS.") or name in ("agentflow.unit", "agentflow.run")
+    if child is not None and not engine:
+        return f"{where} starts a unit under a name that is not a workflow's"
+    if op is None and not engine and not name.endswith("/begin"):
+        return f"an operation's name {name!r:.60} is not one the engine records"
+    if error is not None and not isinstance(error, BaseException):
+        return f"{where} has an error that is not one"
+    if name == "DBOS.recv":
+        return None if message_problem(output) is None else f"{where} has {message_problem(output)}"
+    if name == "DBOS.sleep":
+        return (
+            None if _is_number(output, null=True) else f"{where} has a wake-up time that is not one"
+        )
+    if name.endswith("/begin"):  # a call that is not idempotent began (engine.py _step)
+        return None if output in (None, True) else f"{where} has a result that is not one"
+    if op is None or output is None:  # the engine's own operations: its reading of them
+        return None
+    if (
+        not isinstance(output, dict)
+        or not isinstance(output.get("d"), str)
+        or "v" not in output
+        or not set(output) <= _RECORD_KEYS
+    ):
+        return f"{where} has a result that is not a step's record"
+    return None
 
 
 #: The latest time a row may hold, in epoch milliseconds: the end of year 9999 (what a
@@ -570,4 +882,4 @@ def reading(run_id: str) -> Iterator[None]:
     try:
         yield
     except UnreadableRecord as e:
-        raise unreadable_error(run_id, str(e)) from None
+        raise unreadable_error(run_id, str(e), shape=isinstance(e, ForeignRecord)) from None
