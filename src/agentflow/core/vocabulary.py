@@ -126,6 +126,7 @@ EXPRESSION_WORDS: tuple[str, ...] = (
     "verify",
     "agent",
     "try",
+    "match",
     "not",
     "and",
     "or",
@@ -425,6 +426,11 @@ ERROR_CODES: dict[str, ErrorCode] = {
             "arithmetic with no result: division or modulo by zero, an `int` past 64 bits, a "
             "number too large for JSON",
         ),
+        ErrorCode(
+            "no_match",
+            False,
+            "a `match` whose value no arm's pattern matches and that has no `_` arm",
+        ),
     )
 }
 #: Error codes ``retry { on: [...] }`` (docs/spec/LANGUAGE.md §8) and a plan's ``retry.on`` may
@@ -480,6 +486,7 @@ class Code(StrEnum):
     PARSE_ERROR = "parse_error"
     REGEX_TIMEOUT = "regex_timeout"
     ARITHMETIC = "arithmetic"
+    NO_MATCH = "no_match"
 
 
 # ---------------------------------------------------------------------------------------------

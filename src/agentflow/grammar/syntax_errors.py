@@ -36,7 +36,7 @@ __all__ = [
 
 _EXPR_START = frozenset(
     "NAME NUMBER DURATION STRING LPAR LPAR_NL LSQB LSQB_NL LBRACE MINUS MINUS_NL NOT NOT_NL "
-    "TRUE FALSE NULL MAP PARALLEL REDUCE LOOP AGENT VERIFY FILTER ASK TRY IF".split()
+    "TRUE FALSE NULL MAP PARALLEL REDUCE LOOP AGENT VERIFY FILTER ASK TRY IF MATCH".split()
 )
 _OPERATORS = frozenset(
     "QQ OR AND EQ NE LT LE GT GE IN NOT PLUS MINUS STAR SLASH PERCENT DOTDOT DOT CATCH".split()
@@ -248,7 +248,7 @@ def _syntax_hint(
     if loop is not None:
         # `for x in xs { … }`, `while c { … }`: the braces were read as an object
         return _loop_hint(loop[0])
-    if typ == "EQUALS" and sc.text.startswith("=>", tok.start - sc.ob):
+    if typ in ("EQUALS", "FATARROW") and sc.text.startswith("=>", tok.start - sc.ob):
         # `xs.map(x => x * 2)`: a lambda of JavaScript, C#, Scala
         return _lambda_hint(tok, sc)
     bound = _BINDING.match(_line_before(sc, tok)) if typ in ("EQUALS", "COLON") else None
@@ -974,6 +974,7 @@ _LEADING_WORDS: dict[type, str] = {
     ast.AskExpr: "ask",
     ast.VerifyExpr: "verify",
     ast.TryExpr: "try",
+    ast.MatchExpr: "match",
     ast.ListLit: "[",
     ast.ObjectLit: "{",
 }
