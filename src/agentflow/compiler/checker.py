@@ -39,6 +39,7 @@ from agentflow.compiler import check_depth
 from agentflow.compiler.check_agents import AgentChecks
 from agentflow.compiler.check_declarations import DeclarationChecks
 from agentflow.compiler.check_expressions import _DISPATCH, ExpressionChecks
+from agentflow.compiler.check_match import MatchChecks
 from agentflow.compiler.check_functions import FunctionChecks
 from agentflow.compiler.check_memo import RecordingDict, RecordingSet, StageMemo
 from agentflow.compiler.check_narrowing import NarrowingChecks
@@ -170,6 +171,7 @@ class Checker(
     ExpressionChecks,
     AgentChecks,
     FunctionChecks,
+    MatchChecks,
     NarrowingChecks,
 ):
     """The checker of one module: its state, and :meth:`check`, the phases in order."""
