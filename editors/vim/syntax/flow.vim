@@ -13,7 +13,7 @@ syn match flowOperatorWord /\%(\.\)\@<!\<\%(and\|not\|in\|or\)\>\%(\s*:\)\@!/
 syn match flowConstant /\%(\.\)\@<!\<\%(false\|null\|true\)\>\%(\s*:\)\@!/
 syn match flowAgent /\%(\.\)\@<!\<\%(agent\)\>\%(\s*:\)\@!/
 syn match flowDeclaration /\%(\.\)\@<!\<\%(deadline\|budget\|extern\|import\|output\|input\|stage\|eval\|flow\|team\|test\|tool\|type\|use\)\>\%(\s*:\)\@!/
-syn match flowClause /\%(\.\)\@<!\<\%(max_iterations\|threshold\|dataset\|returns\|timeout\|always\|replay\|system\|fails\|model\|retry\|score\|tools\|write\|none\|step\|stub\|task\|then\)\>\%(\s*:\)\@!/
+syn match flowClause /\%(\.\)\@<!\<\%(max_iterations\|threshold\|dataset\|returns\|timeout\|always\|replay\|system\|fails\|match\|model\|retry\|score\|tools\|write\|none\|step\|stub\|task\|then\)\>\%(\s*:\)\@!/
 syn match flowBuiltinType /\%(\.\)\@<!\<\%(text\|int\|number\|bool\|path\|member\|duration\|json\|Verdict\|Outcome\|Error\|ErrorPlace\)\>\%(\s*[:(]\)\@!/
 syn match flowBuiltinType /\<map\ze\s*</
 syn match flowType /\%(\.\)\@<!\<[A-Z][A-Za-z0-9_]*\>\%(\s*:\)\@!/
