@@ -87,12 +87,7 @@ def test_the_type_is_the_expected_one_when_every_arm_fits():
 
 
 def test_fmt_lays_a_multi_line_match_out_one_arm_a_line_and_round_trips():
-    text = (
-        "stage s -> int {\n"
-        '  return match   input.x {"a"=>1,"b"|"c"  =>   2,\n'
-        "  _ => 3}\n"
-        "}\n"
-    )
+    text = 'stage s -> int {\n  return match   input.x {"a"=>1,"b"|"c"  =>   2,\n  _ => 3}\n}\n'
     formatted = format_source(text, "m.flow")
     assert formatted == (
         "stage s -> int {\n"

@@ -39,8 +39,8 @@ from agentflow.compiler import check_depth
 from agentflow.compiler.check_agents import AgentChecks
 from agentflow.compiler.check_declarations import DeclarationChecks
 from agentflow.compiler.check_expressions import _DISPATCH, ExpressionChecks
-from agentflow.compiler.check_match import MatchChecks
 from agentflow.compiler.check_functions import FunctionChecks
+from agentflow.compiler.check_match import MatchChecks
 from agentflow.compiler.check_memo import RecordingDict, RecordingSet, StageMemo
 from agentflow.compiler.check_narrowing import NarrowingChecks
 from agentflow.compiler.check_statements import StatementChecks

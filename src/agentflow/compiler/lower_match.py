@@ -68,9 +68,7 @@ class MatchLowering(LoweringShared):
         inp["then"] = self.body_step(
             [ast.ExprStmt(first.value.span, first.value)], first.value.span, ctx, {}, "match arm"
         )
-        rest = ast.MatchExpr(
-            e.arms[1].span.to(e.span), e.subject, e.arms[1:], e.keyword_span
-        )
+        rest = ast.MatchExpr(e.arms[1].span.to(e.span), e.subject, e.arms[1:], e.keyword_span)
         inp["else"] = self.body_step(
             [ast.ExprStmt(rest.span, rest)], rest.span, ctx, {}, "match arm"
         )
