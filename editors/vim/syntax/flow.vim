@@ -8,12 +8,12 @@ endif
 syn case match
 
 " keywords are names after "." and before ":" (input.limit, { model: "x" })
-syn match flowControl /\%(\.\)\@<!\<\%(parallel\|tolerate\|default\|require\|expect\|filter\|reduce\|return\|verify\|catch\|check\|judge\|limit\|sleep\|until\|where\|else\|fail\|from\|loop\|ask\|let\|map\|try\|as\|if\|on\|to\|up\)\>\%(\s*:\)\@!/
+syn match flowControl /\%(\.\)\@<!\<\%(parallel\|tolerate\|default\|require\|expect\|filter\|reduce\|return\|verify\|catch\|check\|judge\|limit\|match\|sleep\|until\|where\|else\|fail\|from\|loop\|ask\|let\|map\|try\|as\|if\|on\|to\|up\)\>\%(\s*:\)\@!/
 syn match flowOperatorWord /\%(\.\)\@<!\<\%(and\|not\|in\|or\)\>\%(\s*:\)\@!/
 syn match flowConstant /\%(\.\)\@<!\<\%(false\|null\|true\)\>\%(\s*:\)\@!/
 syn match flowAgent /\%(\.\)\@<!\<\%(agent\)\>\%(\s*:\)\@!/
 syn match flowDeclaration /\%(\.\)\@<!\<\%(deadline\|budget\|extern\|import\|output\|input\|stage\|eval\|flow\|team\|test\|tool\|type\|use\)\>\%(\s*:\)\@!/
-syn match flowClause /\%(\.\)\@<!\<\%(max_iterations\|threshold\|dataset\|returns\|timeout\|always\|replay\|system\|fails\|match\|model\|retry\|score\|tools\|write\|none\|step\|stub\|task\|then\)\>\%(\s*:\)\@!/
+syn match flowClause /\%(\.\)\@<!\<\%(max_iterations\|threshold\|dataset\|returns\|timeout\|always\|replay\|system\|fails\|model\|retry\|score\|tools\|write\|none\|step\|stub\|task\|then\)\>\%(\s*:\)\@!/
 syn match flowBuiltinType /\%(\.\)\@<!\<\%(text\|int\|number\|bool\|path\|member\|duration\|json\|Verdict\|Outcome\|Error\|ErrorPlace\)\>\%(\s*[:(]\)\@!/
 syn match flowBuiltinType /\<map\ze\s*</
 syn match flowType /\%(\.\)\@<!\<[A-Z][A-Za-z0-9_]*\>\%(\s*:\)\@!/
