@@ -84,3 +84,27 @@ def test_a_hand_written_plan_whose_match_finds_no_arm_fails_with_no_match():
         '`match input.x { "a" => 1, "b" => 2 }`: no arm matches the value "c" of `input.x`; '
         "add an arm for it or a last `_ => …`"
     )
+
+
+SUBJECT_FLOW = """input { path: path }
+output text
+
+stage main -> text {
+  return match read_file(path: input.path) {
+    "low" => "L",
+    "medium" => read_file(path: "notes.txt"),
+    _ => "other",
+  }
+}
+"""
+
+
+def test_a_subject_with_an_effect_runs_once_before_effectful_arms(tmp_path):
+    (tmp_path / "notes.txt").write_text("hello notes", encoding="utf-8")
+    (tmp_path / "m.txt").write_text("medium", encoding="utf-8")
+    (tmp_path / "x.txt").write_text("x", encoding="utf-8")
+    compiled = api.compile_source(SUBJECT_FLOW, "s.flow")
+    assert str(compiled.plan).count("'path': '{{ input.path }}'") == 1
+    plan = api.plan_from_data(compiled.plan, "s.flow")
+    assert api.run_sync(plan, {"path": "m.txt"}, workspace=tmp_path).output == "hello notes"
+    assert api.run_sync(plan, {"path": "x.txt"}, workspace=tmp_path).output == "other"

@@ -22,7 +22,6 @@ from agentflow.compiler.lower_expressions import (
     join_frags,
     paren_frag,
 )
-from agentflow.errors import LoweringError
 from agentflow.grammar import ast
 
 
@@ -46,31 +45,32 @@ class MatchLowering(LoweringShared):
             items.append(" }")
             return join_frags(*items, atomic=True)
         if len(e.arms) == 1 or e.arms[0].wildcard_span is not None:
+            if _effectful(e.subject):
+                self._subject(e, ctx)  # its effect happens, even with nothing to test
             return self.expr(e.arms[0].value, ctx)  # the one arm left: checked to cover the rest
-        if _effectful(e.subject):
-            raise LoweringError(
-                "a `match` whose subject and arms both have effects (a tool call, an agent …) "
-                "cannot be compiled yet: bind the subject with `let` first",
-                e.subject.span,
-            )
         if ctx.body:
             raise _NeedsOutline()  # a decide cannot be a body
+        subject = self._subject(e, ctx)
+        rest_subject = e.subject
+        rest_ctx = ctx
+        if _effectful(e.subject):
+            # the subject's step runs once: the arms left read its result through a name bound
+            # to it (passed in the `env` of their sub-plan when their `decide` is outlined)
+            name = f"match_subject_{e.span.start}"
+            rest_subject = ast.Name(e.subject.span, name)
+            rest_ctx = Ctx(ctx.plan, ctx.target, ctx.stage, parent=ctx, bindings={name: subject})
         first = e.arms[0]
         test = join_frags(
-            "match ",
-            self._subject(e, ctx),
-            " { ",
-            self._patterns(first, ctx),
-            " => true, _ => false }",
+            "match ", subject, " { ", self._patterns(first, ctx), " => true, _ => false }",
             atomic=True,
-        )
+        )  # fmt: skip
         inp: dict[str, Any] = {"when": {"expr": test.render()}}
         inp["then"] = self.body_step(
             [ast.ExprStmt(first.value.span, first.value)], first.value.span, ctx, {}, "match arm"
         )
-        rest = ast.MatchExpr(e.arms[1].span.to(e.span), e.subject, e.arms[1:], e.keyword_span)
+        rest = ast.MatchExpr(e.arms[1].span.to(e.span), rest_subject, e.arms[1:], e.keyword_span)
         inp["else"] = self.body_step(
-            [ast.ExprStmt(rest.span, rest)], rest.span, ctx, {}, "match arm"
+            [ast.ExprStmt(rest.span, rest)], rest.span, rest_ctx, {}, "match arm"
         )
         step = self.add_step(ctx, "decide", inp, e.span)
         _insert_before(step, "meta", "select", "{{ result.output }}")
