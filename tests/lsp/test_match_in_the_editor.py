@@ -35,3 +35,11 @@ def test_a_non_exhaustive_match_is_reported_in_the_editor():
     broken = SOURCE.replace('    "dog" => input.pet.name,\n', "")
     a = analyze(broken, "m.flow")
     assert [d.code for d in a.result.diagnostics] == ["non-exhaustive-match"]
+
+
+def test_hover_on_match_tells_the_subject_the_type_and_how_an_arm_is_chosen():
+    a = analyze(SOURCE, "m.flow")
+    text, span = a.hover(SOURCE.index("match input") + 1)
+    assert text.startswith('```flow\nmatch input.pet.kind: "cat" | "dog" -> text\n```')
+    assert "The first of its 2 arms whose pattern equals `input.pet.kind`" in text
+    assert SOURCE[span.start : span.end] == "match"
