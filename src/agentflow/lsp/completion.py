@@ -302,7 +302,8 @@ def expr_completions(a: Analysis, offset: int) -> list[Completion]:
                     out.append(Completion(n.var.name, "variable", "Error"))
     out.extend(tool_completions(a))
     out.extend(function_completions())
-    out.extend(Completion(k, "keyword") for k in STATEMENT_KEYWORDS)
+    # `match` is a library function and a keyword: one item, the function's, inserts it
+    out.extend(Completion(k, "keyword") for k in STATEMENT_KEYWORDS if k not in FUNCTIONS)
     return out
 
 
