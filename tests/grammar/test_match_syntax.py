@@ -73,3 +73,21 @@ def test_a_name_or_an_interpolation_as_a_pattern_is_a_syntax_error():
         text = FLOW.replace('"low" => "minor"', f'{pattern} => "minor"')
         _, diags = parse_module(text, "m.flow")
         assert [d.message for d in diags] == [message]
+
+
+def _hint(body: str) -> tuple[str, str | None]:
+    text = f"input {{ x: text }}\nstage s -> int {{\n  return {body}\n}}\n"
+    _, diags = parse_module(text, "m.flow")
+    return diags[0].message, diags[0].hint
+
+
+def test_the_slips_of_other_languages_get_a_match_hint():
+    assert _hint('match input.x { case "a": 1 }') == (
+        "expected `=>`, found a string",
+        'there is no `case`: a `match` arm is `pattern => value`: `"low" => 1`, '
+        '`"a" | "b" => 2`, `_ => 0`',
+    )
+    message, hint = _hint('switch input.x { "a" => 1 }')
+    assert hint is not None and hint.startswith("`.flow` has no `switch`: write `match x {")
+    message, hint = _hint("match input.x { }")
+    assert hint is not None and hint.startswith("a `match` needs at least one arm")

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from agentflow.compiler.api import read_source
-from agentflow.core.vocabulary import GENERIC_TYPES, KEYWORDS
+from agentflow.core.vocabulary import GENERIC_TYPES, KEYWORDS, NOT_A_MATCH_SUBJECT
 from agentflow.errors import FormatError
 from agentflow.grammar import ast
 from agentflow.grammar.scanner import SynErr, lex
@@ -248,13 +248,6 @@ _ANGLE_OPENERS = frozenset({"map", *GENERIC_TYPES})
 _TYPE_BRACE_AFTER = frozenset({"->", "|", "(", "<", ":", ","})
 
 
-#: words after which ``match`` is a name, not the keyword (grammar/scanner.py ``MATCH_AFTER``)
-_NOT_A_SUBJECT = frozenset(
-    ("in", "and", "or", "not", "then", "else", "as", "catch", "where", "to", "until", "limit")
-    + ("tolerate",)
-)
-
-
 def _match_braces(toks: list[Token]) -> dict[int, list[int]]:
     """The ``{`` of each ``match`` (the first ``{`` after the keyword at its bracket depth) →
     the indices of the commas directly inside it, which end its arms."""
@@ -270,7 +263,7 @@ def _match_braces(toks: list[Token]) -> dict[int, list[int]]:
                 nxt is not None
                 and nxt.start > t.end  # a blank between: `match(s, re)` is the function
                 and (nxt.kind in ("word", "str", "num") or nxt.text in ("(", "["))
-                and nxt.text not in _NOT_A_SUBJECT
+                and nxt.text not in NOT_A_MATCH_SUBJECT
             ):
                 waiting.append(depth)
         elif t.kind == "op" and t.text in ("(", "[", "{"):

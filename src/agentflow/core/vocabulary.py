@@ -65,6 +65,7 @@ __all__ = [
     "PLAN_SCHEMA_KEYS",
     "PRIMITIVE_TYPES",
     "RESERVED_WORDS",
+    "NOT_A_MATCH_SUBJECT",
     "RETRYABLE_CODES",
     "STATEMENT_WORDS",
     "TEST_WORDS",
@@ -154,6 +155,12 @@ CONTINUATION_WORDS: tuple[str, ...] = (
     "check",
     "from",
 )
+#: Words after which ``match`` is a name, not the keyword of a ``match`` expression (the
+#: subject must follow it on the same line; docs/decisions.md "`match` with exhaustiveness").
+NOT_A_MATCH_SUBJECT: tuple[str, ...] = (
+    "in", "and", "or", "not", "then", "else", "as", "catch", "where", "to", "until", "limit",
+    "tolerate",
+)  # fmt: skip
 #: The clauses of an ``agent(…) { … }`` block (docs/spec/LANGUAGE.md §6), in the order completion
 #: offers them, each with a short example (the "clauses take no colon" hint shows it).
 AGENT_CLAUSES: dict[str, str] = {

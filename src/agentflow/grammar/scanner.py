@@ -40,6 +40,7 @@ from agentflow.core.vocabulary import (
     CALL_CLAUSE_WORDS,
     MAX_NESTING,
     MAX_STRING_NESTING,
+    NOT_A_MATCH_SUBJECT,
     TOP_LEVEL_WORDS,
 )
 from agentflow.core.vocabulary import KEYWORD_TERMINALS as KEYWORDS
@@ -138,10 +139,7 @@ _COLON_AFTER = re.compile(r"[ \t]*:(?!:)")
 #: line (a word, a string, a number, ``(`` or ``[`` after a blank, not an operator word): the
 #: library function ``match(s, re)`` and a variable named ``match`` stay names
 #: (docs/decisions.md "match").
-MATCH_AFTER = re.compile(
-    r"[ \t]+(?!(?:in|and|or|not|then|else|as|catch|where|to|until|limit|tolerate)\b)"
-    r"[A-Za-z_0-9\"(\[]"
-)
+MATCH_AFTER = re.compile(rf"[ \t]+(?!(?:{'|'.join(NOT_A_MATCH_SUBJECT)})\b)" r"[A-Za-z_0-9\"(\[]")
 WORD_AFTER = re.compile(r"[ \t]+(?:[A-Za-z_0-9\"])")
 #: ``test`` is a common variable name (``test in cases``): it ends an unclosed item only when a
 #: string follows it (``test "name" {``).

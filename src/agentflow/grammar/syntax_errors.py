@@ -170,6 +170,33 @@ def _generic_hint(tok: Any, expected: set[str], sc: Scanner) -> str | None:
     return diag.generic_type_hint(before.group(1), args)
 
 
+#: `switch (x) {`, `when (x) {`, `match x with` of other languages, before the offending token
+_SWITCH_BEFORE = re.compile(r"(?:^\s*|[=(,:]\s*|\breturn\s+)(switch|when)\b")
+
+
+def _match_hint(tok: Any, expected: set[str], prev: Tok | None, sc: Scanner) -> str | None:
+    """The hints of ``match`` (docs/reference/expressions.md "match"): an arm without ``=>``,
+    ``case "a":`` of other languages, an empty ``match``, ``switch``/``when``."""
+    arm = 'a `match` arm is `pattern => value`: `"low" => 1`, `"a" | "b" => 2`, `_ => 0`'
+    if "FATARROW" in expected and tok.type != "FATARROW":
+        if prev is not None and prev.type == "NAME" and prev.value == "case":
+            return f"there is no `case`: {arm}"
+        return arm
+    if prev is not None and prev.type == "LBRACE" and tok.type == "RBRACE" and "NULL" in expected:
+        before = sc.text[max(0, tok.start - sc.ob - 200) : tok.start - sc.ob]
+        if re.search(r"\bmatch\b[^{]*\{\s*$", before):
+            return f"a `match` needs at least one arm; {arm}"
+    if tok.type in ("FATARROW", "LBRACE", "STRING", "NUMBER", "NAME"):
+        line = _line_before(sc, tok)
+        found = _SWITCH_BEFORE.search(line)
+        if found is not None:
+            return (
+                f'`.flow` has no `{found.group(1)}`: write `match x {{ "a" => …, _ => … }}` '
+                "(checked to cover every value)"
+            )
+    return None
+
+
 def _syntax_hint(
     tok: Any, expected: set[str], values: list[Any] | None, sc: Scanner, in_agent_block: bool
 ) -> str | None:
@@ -205,6 +232,9 @@ def _syntax_hint(
             "an `if … then` expression needs its `else`: `if c then a else b`; to run "
             "statements only when `c` holds, write an `if c { … }` statement"
         )
+    match_hint = _match_hint(tok, expected, prev, sc)
+    if match_hint is not None:
+        return match_hint
     if typ == "PIPE" and "PIPE" not in expected:
         # `a || b` from C, Java, JavaScript (`|` is only the union of types)
         return "`.flow` writes `a or b` for `a || b` (`|` joins the members of a union type)"
