@@ -108,3 +108,22 @@ def test_a_subject_with_an_effect_runs_once_before_effectful_arms(tmp_path):
     plan = api.plan_from_data(compiled.plan, "s.flow")
     assert api.run_sync(plan, {"path": "m.txt"}, workspace=tmp_path).output == "hello notes"
     assert api.run_sync(plan, {"path": "x.txt"}, workspace=tmp_path).output == "other"
+
+
+STATEMENT_FLOW = """input { k: "a" | "b" }
+stage main -> text {
+  match input.k {
+    "a" => write_file(path: "out.txt", content: "A"),
+    "b" => null,
+  }
+  return "done"
+}
+"""
+
+
+def test_a_match_statement_runs_the_effect_of_its_chosen_arm_only(tmp_path):
+    plan = api.plan_from_data(api.compile_source(STATEMENT_FLOW, "w.flow").plan, "w.flow")
+    assert api.run_sync(plan, {"k": "b"}, workspace=tmp_path).output == "done"
+    assert not (tmp_path / "out.txt").exists()
+    assert api.run_sync(plan, {"k": "a"}, workspace=tmp_path).output == "done"
+    assert (tmp_path / "out.txt").read_text(encoding="utf-8") == "A"
