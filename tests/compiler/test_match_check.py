@@ -101,3 +101,26 @@ def test_fmt_lays_a_multi_line_match_out_one_arm_a_line_and_round_trips():
     assert format_source(formatted, "m.flow") == formatted
     one = 'stage s -> int {\n  return match input.x { "a" => 1, _ => 2 }\n}\n'
     assert format_source(one, "m.flow") == one
+
+
+def test_a_let_bound_union_is_narrowed_through_its_discriminant():
+    body = (
+        'match input.pet.kind { "cat" => 1, "dog" => 2 }\n}\n'
+        "stage t -> text {\n"
+        "  let r = input.pet\n"
+        '  return match r.kind { "dog" => r.name, _ => "${r.lives}" }'
+    )
+    assert _diags(body, "int") == []
+
+
+def test_big_integers_are_distinct_patterns_and_1_is_1_0():
+    found = _diags(
+        "match input.n { 9223372036854775807 => 1, 9223372036854775806 => 2, 1 => 3, "
+        "1.0 => 4, _ => 0 }"
+    )
+    assert found == [
+        (
+            "unreachable-arm",
+            "`1.0` is matched by an arm before this one: this pattern is never reached",
+        )
+    ]

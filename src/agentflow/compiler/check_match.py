@@ -49,7 +49,7 @@ def value_key(v: Any) -> _Key:
     if isinstance(v, bool):
         return ("bool", v)
     if isinstance(v, int | float):
-        return ("number", float(v))
+        return ("number", v)  # `1 == 1.0` and their hashes agree; big ints stay exact
     return ("text", v)
 
 
