@@ -91,3 +91,19 @@ def test_the_slips_of_other_languages_get_a_match_hint():
     assert hint is not None and hint.startswith("`.flow` has no `switch`: write `match x {")
     message, hint = _hint("match input.x { }")
     assert hint is not None and hint.startswith("a `match` needs at least one arm")
+
+
+def test_the_library_call_with_a_blank_is_told_apart():
+    message, hint = _hint('match (input.x, "a")')
+    assert message.startswith("expected `)`")
+    assert hint is not None and 'written without one: `match(s, "pattern")`' in hint
+
+
+def test_fmt_keeps_the_library_function_match_a_call():
+    from agentflow.compiler.fmt import format_source
+
+    text = (
+        "input { s: text }\nstage s -> json {\n"
+        '  let m = match(input.s, "x")\n  let match = 1\n  return [m, match + 1]\n}\n'
+    )
+    assert format_source(text, "m.flow") == text

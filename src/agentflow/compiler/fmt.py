@@ -571,8 +571,11 @@ def format_source(text: str, file: str = "<input>") -> str:
     except FormatError as e:  # pragma: no cover - the parser already rejected these
         raise FormatError(f"{file}: {e.message}") from None
     # a keyword-spelled name the parser read as a value (`output[*]`, a `let step`) is a value
+    # (and `match(s, re)`, the library function that shares the keyword's spelling)
     names = frozenset(
-        n.span.start for n in ast.walk(before) if isinstance(n, ast.Name) and n.name in KEYWORDS
+        n.span.start if isinstance(n, ast.Name) else n.name_span.start
+        for n in ast.walk(before)
+        if isinstance(n, ast.Name | ast.FuncCall) and n.name in KEYWORDS
     )
     new = _layout(text, _drop_trailing_commas(toks), names)
     if new == text:

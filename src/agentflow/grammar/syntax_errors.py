@@ -174,6 +174,10 @@ def _generic_hint(tok: Any, expected: set[str], sc: Scanner) -> str | None:
 _SWITCH_BEFORE = re.compile(r"(?:^\s*|[=(,:]\s*|\breturn\s+)(switch|when)\b")
 
 
+#: `match (s, re)`: the library call with a blank, read as a `match` whose subject is `(s`
+_MATCH_CALL_BEFORE = re.compile(r"\bmatch\s+\([^()]*$")
+
+
 def _match_hint(tok: Any, expected: set[str], prev: Tok | None, sc: Scanner) -> str | None:
     """The hints of ``match`` (docs/reference/expressions.md "match"): an arm without ``=>``,
     ``case "a":`` of other languages, an empty ``match``, ``switch``/``when``."""
@@ -186,8 +190,13 @@ def _match_hint(tok: Any, expected: set[str], prev: Tok | None, sc: Scanner) -> 
         before = sc.text[max(0, tok.start - sc.ob - 200) : tok.start - sc.ob]
         if re.search(r"\bmatch\b[^{]*\{\s*$", before):
             return f"a `match` needs at least one arm; {arm}"
+    line = _line_before(sc, tok)
+    if tok.type == "COMMA" and _MATCH_CALL_BEFORE.search(line):
+        return (
+            "`match (…)` with a blank starts a `match` expression; the library function is "
+            'written without one: `match(s, "pattern")`'
+        )
     if tok.type in ("FATARROW", "LBRACE", "STRING", "NUMBER", "NAME"):
-        line = _line_before(sc, tok)
         found = _SWITCH_BEFORE.search(line)
         if found is not None:
             return (
