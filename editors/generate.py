@@ -29,7 +29,7 @@ CONSTRAINTS = ("range", "length", "pattern", "format")
 #: what each keyword is coloured as, by the role the vocabulary gives it (first match wins)
 CONTROL = (
     *V.STATEMENT_WORDS,
-    "map", "parallel", "filter", "reduce", "loop", "ask", "verify", "try",
+    "map", "parallel", "filter", "reduce", "loop", "ask", "verify", "try", "match",
     *V.CONTINUATION_WORDS,
 )  # fmt: skip
 OPERATOR_WORDS = ("and", "or", "not", "in")

@@ -8,7 +8,7 @@ endif
 syn case match
 
 " keywords are names after "." and before ":" (input.limit, { model: "x" })
-syn match flowControl /\%(\.\)\@<!\<\%(parallel\|tolerate\|default\|require\|expect\|filter\|reduce\|return\|verify\|catch\|check\|judge\|limit\|sleep\|until\|where\|else\|fail\|from\|loop\|ask\|let\|map\|try\|as\|if\|on\|to\|up\)\>\%(\s*:\)\@!/
+syn match flowControl /\%(\.\)\@<!\<\%(parallel\|tolerate\|default\|require\|expect\|filter\|reduce\|return\|verify\|catch\|check\|judge\|limit\|match\|sleep\|until\|where\|else\|fail\|from\|loop\|ask\|let\|map\|try\|as\|if\|on\|to\|up\)\>\%(\s*:\)\@!/
 syn match flowOperatorWord /\%(\.\)\@<!\<\%(and\|not\|in\|or\)\>\%(\s*:\)\@!/
 syn match flowConstant /\%(\.\)\@<!\<\%(false\|null\|true\)\>\%(\s*:\)\@!/
 syn match flowAgent /\%(\.\)\@<!\<\%(agent\)\>\%(\s*:\)\@!/

@@ -166,6 +166,17 @@ def _wants_map(t: Type) -> bool:
     return isinstance(t, UnionType) and any(isinstance(m, MapType) for m in t.members)
 
 
+def arms_type(checker: CheckerShared, types: list[Type], hint: Type | None) -> Type:
+    """The type of a conditional's arms (``if … then … else``, ``match``): the expected type
+    when every arm fits it, else their join; the error type when an arm has one."""
+    if any(isinstance(t, ErrorType) for t in types):
+        return ERROR
+    env = checker.env
+    if hint is not None and all(assignable(t, hint, env) for t in types):
+        return hint
+    return join(types, env)
+
+
 class FunctionChecks(CheckerShared):
     """Typing rules of library calls and ``if … then … else``, and the library's hints."""
 
@@ -177,11 +188,7 @@ class FunctionChecks(CheckerShared):
             a = self.infer(e.then, hint)
         with self.narrowed(no):
             b = self.infer(e.else_, hint)
-        if isinstance(a, ErrorType) or isinstance(b, ErrorType):
-            return ERROR
-        if hint is not None and assignable(a, hint, self.env) and assignable(b, hint, self.env):
-            return hint
-        return join([a, b], self.env)
+        return arms_type(self, [a, b], hint)
 
     # -- library calls --------------------------------------------------------------------
     def visit_FuncCall(self, e: ast.FuncCall, hint: Type | None) -> Type:

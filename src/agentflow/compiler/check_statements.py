@@ -300,7 +300,7 @@ class StatementChecks(CheckerShared):
         if e.name in self.error_names:
             return ERROR
         hint = suggest(e.name, self.visible_names())
-        if hint is None:
+        if hint is None and e.name not in OPERATOR_HINTS:  # (`matches` is not `match`)
             # `paralel map …`, `retrun x`: a misspelt keyword reads as a name
             hint = did_you_mean(e.name, _EXPRESSION_KEYWORDS)
         elif hint:

@@ -344,11 +344,14 @@ class TypeChecks(CheckerShared):
                 return
 
     def _unwidened(self, e: ast.Expr) -> Type | None:
-        """The type of checked ``e`` before a join widened it: an ``if … then … else`` is the
-        union of its arms' types (``"high" | "low"``, not ``text``)."""
+        """The type of checked ``e`` before a join widened it: an ``if … then … else`` (or a
+        ``match``) is the union of its arms' types (``"high" | "low"``, not ``text``)."""
         if isinstance(e, ast.CondExpr):
             arms = [self._unwidened(e.then), self._unwidened(e.else_)]
             return None if None in arms else make_union([a for a in arms if a is not None])
+        if isinstance(e, ast.MatchExpr):
+            values = [self._unwidened(arm.value) for arm in e.arms]
+            return None if None in values else make_union([a for a in values if a is not None])
         return self.types.get(id(e))
 
     def _widened_let(self, expr: ast.Expr, want: Type) -> tuple[str, Note] | None:

@@ -40,6 +40,7 @@ from agentflow.compiler.check_agents import AgentChecks
 from agentflow.compiler.check_declarations import DeclarationChecks
 from agentflow.compiler.check_expressions import _DISPATCH, ExpressionChecks
 from agentflow.compiler.check_functions import FunctionChecks
+from agentflow.compiler.check_match import MatchChecks
 from agentflow.compiler.check_memo import RecordingDict, RecordingSet, StageMemo
 from agentflow.compiler.check_narrowing import NarrowingChecks
 from agentflow.compiler.check_statements import StatementChecks
@@ -174,6 +175,7 @@ class Checker(
     ExpressionChecks,
     AgentChecks,
     FunctionChecks,
+    MatchChecks,
     NarrowingChecks,
     UserFunctionChecks,
 ):

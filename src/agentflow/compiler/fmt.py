@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from agentflow.compiler.api import read_source
-from agentflow.core.vocabulary import GENERIC_TYPES, KEYWORDS
+from agentflow.core.vocabulary import GENERIC_TYPES, KEYWORDS, NOT_A_MATCH_SUBJECT
 from agentflow.errors import FormatError
 from agentflow.grammar import ast
 from agentflow.grammar.scanner import SynErr, lex
@@ -248,6 +248,41 @@ _ANGLE_OPENERS = frozenset({"map", *GENERIC_TYPES})
 _TYPE_BRACE_AFTER = frozenset({"->", "|", "(", "<", ":", ","})
 
 
+def _match_braces(toks: list[Token]) -> dict[int, list[int]]:
+    """The ``{`` of each ``match`` (the first ``{`` after the keyword at its bracket depth) →
+    the indices of the commas directly inside it, which end its arms."""
+    out: dict[int, list[int]] = {}
+    depth = 0
+    waiting: list[int] = []  # bracket depths of `match` keywords whose `{` is still to come
+    inside: list[tuple[int, int]] = []  # (index of a match's `{`, its depth)
+    prev: Token | None = None
+    for k, t in enumerate(toks):
+        if t.kind == "word" and t.text == "match" and (prev is None or prev.text != "."):
+            nxt = toks[k + 1] if k + 1 < len(toks) else None
+            if (
+                nxt is not None
+                and nxt.start > t.end  # a blank between: `match(s, re)` is the function
+                and (nxt.kind in ("word", "str", "num") or nxt.text in ("(", "["))
+                and nxt.text not in NOT_A_MATCH_SUBJECT
+            ):
+                waiting.append(depth)
+        elif t.kind == "op" and t.text in ("(", "[", "{"):
+            if t.text == "{" and waiting and waiting[-1] == depth:
+                waiting.pop()
+                out[k] = []
+                inside.append((k, depth + 1))
+            depth += 1
+        elif t.kind == "op" and t.text in (")", "]", "}"):
+            depth -= 1
+            if inside and inside[-1][1] == depth + 1 and t.text == "}":
+                inside.pop()
+        elif t.kind == "op" and t.text == "," and inside and inside[-1][1] == depth:
+            out[inside[-1][0]].append(k)
+        if _is_code(t):
+            prev = t
+    return out
+
+
 def _break_blocks(toks: list[Token]) -> list[Token]:
     """Put the braces of every multi-line ``{ … }`` on lines of their own: a line break after a
     ``{`` whose block spans lines (unless only a comment follows it) and before its ``}``.  A
@@ -259,6 +294,7 @@ def _break_blocks(toks: list[Token]) -> list[Token]:
     after: set[int] = set()  # break after token k
     before: set[int] = set()  # break before token k
     opened: list[tuple[int, bool]] = []  # (index of `{`, forced)
+    arms = _match_braces(toks)  # a `match`'s `{` → the commas between its arms
     stage_pending = False
     prev_code: Token | None = None
     for k, t in enumerate(toks):
@@ -293,6 +329,9 @@ def _break_blocks(toks: list[Token]) -> list[Token]:
                     after.add(o)
                 if toks[k - 1].kind != "nl":
                     before.add(k)
+                for c in arms.get(o, ()):  # a multi-line `match`: one arm a line
+                    if c + 1 < k and toks[c + 1].kind not in ("nl", "comment", "doc"):
+                        after.add(c)
         if _is_code(t):
             prev_code = t
     if not after and not before:
@@ -451,6 +490,7 @@ _SPAN_FIELDS = frozenset(
         "catalog_span",
         "tolerate_span",
         "try_span",
+        "wildcard_span",
     }
     | {"fails_span", "code_span", "path_span"}
     | {"threshold_span"}
@@ -531,8 +571,11 @@ def format_source(text: str, file: str = "<input>") -> str:
     except FormatError as e:  # pragma: no cover - the parser already rejected these
         raise FormatError(f"{file}: {e.message}") from None
     # a keyword-spelled name the parser read as a value (`output[*]`, a `let step`) is a value
+    # (and `match(s, re)`, the library function that shares the keyword's spelling)
     names = frozenset(
-        n.span.start for n in ast.walk(before) if isinstance(n, ast.Name) and n.name in KEYWORDS
+        n.span.start if isinstance(n, ast.Name) else n.name_span.start
+        for n in ast.walk(before)
+        if isinstance(n, ast.Name | ast.FuncCall) and n.name in KEYWORDS
     )
     new = _layout(text, _drop_trailing_commas(toks), names)
     if new == text:

@@ -108,6 +108,16 @@ NAMED_ARGUMENT = _register(
 NO_OVERLAP = _register(
     "no-overlap", "error", "a comparison that can never be true: no value is common to both sides"
 )
+NON_EXHAUSTIVE_MATCH = _register(
+    "non-exhaustive-match",
+    "error",
+    "a `match` whose arms do not cover every value of its subject, and no `_` arm",
+)
+UNREACHABLE_ARM = _register(
+    "unreachable-arm",
+    "warning",
+    "a `match` arm no value can reach: its patterns are covered by the arms before it",
+)
 STUB_MISMATCH = _register(
     "stub-mismatch", "error", "a test stub whose value does not fit the contract it stands in for"
 )

@@ -65,6 +65,7 @@ __all__ = [
     "PLAN_SCHEMA_KEYS",
     "PRIMITIVE_TYPES",
     "RESERVED_WORDS",
+    "NOT_A_MATCH_SUBJECT",
     "RETRYABLE_CODES",
     "STATEMENT_WORDS",
     "TEST_WORDS",
@@ -127,6 +128,7 @@ EXPRESSION_WORDS: tuple[str, ...] = (
     "verify",
     "agent",
     "try",
+    "match",
     "not",
     "and",
     "or",
@@ -154,6 +156,12 @@ CONTINUATION_WORDS: tuple[str, ...] = (
     "check",
     "from",
 )
+#: Words after which ``match`` is a name, not the keyword of a ``match`` expression (the
+#: subject must follow it on the same line; docs/decisions.md "`match` with exhaustiveness").
+NOT_A_MATCH_SUBJECT: tuple[str, ...] = (
+    "in", "and", "or", "not", "then", "else", "as", "catch", "where", "to", "until", "limit",
+    "tolerate",
+)  # fmt: skip
 #: The clauses of an ``agent(…) { … }`` block (docs/spec/LANGUAGE.md §6), in the order completion
 #: offers them, each with a short example (the "clauses take no colon" hint shows it).
 AGENT_CLAUSES: dict[str, str] = {
@@ -426,6 +434,11 @@ ERROR_CODES: dict[str, ErrorCode] = {
             "arithmetic with no result: division or modulo by zero, an `int` past 64 bits, a "
             "number too large for JSON",
         ),
+        ErrorCode(
+            "no_match",
+            False,
+            "a `match` whose value no arm's pattern matches and that has no `_` arm",
+        ),
     )
 }
 #: Error codes ``retry { on: [...] }`` (docs/spec/LANGUAGE.md §8) and a plan's ``retry.on`` may
@@ -481,6 +494,7 @@ class Code(StrEnum):
     PARSE_ERROR = "parse_error"
     REGEX_TIMEOUT = "regex_timeout"
     ARITHMETIC = "arithmetic"
+    NO_MATCH = "no_match"
 
 
 # ---------------------------------------------------------------------------------------------

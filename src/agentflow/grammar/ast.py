@@ -354,6 +354,29 @@ class CondExpr(Expr):
 
 
 @dataclass(slots=True, eq=False)
+class MatchArm(Node):
+    """One arm ``p1 | p2 => value`` of a :class:`MatchExpr`: ``patterns`` are literal
+    expressions (``StringLit`` without interpolation, ``NumberLit`` — a negative one is a
+    ``Unary`` ``-`` of it — ``DurationLit``, ``BoolLit``, ``NullLit``); an empty list is the
+    wildcard ``_`` (``wildcard_span`` covers it)."""
+
+    patterns: list[Expr]
+    value: Expr
+    wildcard_span: Span | None = None
+
+
+@dataclass(slots=True, eq=False)
+class MatchExpr(Expr):
+    """``match subject { pattern => value, … }`` (docs/reference/expressions.md "match"): the
+    first arm whose pattern equals the subject (as ``==`` compares) gives the value; only that
+    arm is evaluated."""
+
+    subject: Expr
+    arms: list[MatchArm]
+    keyword_span: Span | None = None
+
+
+@dataclass(slots=True, eq=False)
 class Block(Node):
     """``{ stmt … }``."""
 

@@ -178,6 +178,22 @@ def _number(text: str) -> int | float:
     return float(text) if "." in text else int(text)
 
 
+def match_arm(patterns: list[ast.Expr], value: ast.Expr) -> ast.MatchArm:
+    """The arm ``patterns => value``; a ``_`` (an ``ast.Name``) must stand alone in its arm and
+    becomes the empty pattern list of the wildcard arm."""
+    wild = [p for p in patterns if isinstance(p, ast.Name)]
+    if wild and len(patterns) > 1:
+        raise SynErr(
+            "`_` matches every value: it stands alone in its arm",
+            wild[0].span,
+            hint="write `_ => …` as an arm of its own, the last one",
+        )
+    span = patterns[0].span.to(value.span)
+    if wild:
+        return ast.MatchArm(span, [], value, wild[0].span)
+    return ast.MatchArm(span, patterns, value)
+
+
 def _sep_check(acc: _Acc, new: Any, what: str) -> None:
     """Entries without a comma must be on a new line (docs/spec/LANGUAGE.md §1)."""
     if acc and not acc.comma and acc[-1].span.end_line == new.span.line:
@@ -820,6 +836,67 @@ class Builder:
 
     def loop_until_value(self, c: _Kids) -> ast.LoopExpr:
         return self._loop(c[0], c[1], c[5], until=c[3], else_value=c[5])
+
+    # -- match ----------------------------------------------------------------------------------
+    def match_expr(self, c: _Kids) -> ast.MatchExpr:
+        return ast.MatchExpr(_cover(c[0], c[4]), c[1], list(c[3]), c[0].span)
+
+    def arms_first(self, c: _Kids) -> list[ast.MatchArm]:
+        return [c[0]]
+
+    def arms_next(self, c: _Kids) -> list[ast.MatchArm]:
+        out: list[ast.MatchArm] = c[0]
+        out.append(c[2])
+        return out
+
+    def arms_comma(self, c: _Kids) -> list[ast.MatchArm]:
+        out: list[ast.MatchArm] = c[0]
+        return out
+
+    def match_arm(self, c: _Kids) -> ast.MatchArm:
+        patterns: list[ast.Expr] = c[0]
+        return match_arm(patterns, c[2])
+
+    def pattern_first(self, c: _Kids) -> list[ast.Expr]:
+        return [c[0]]
+
+    def pattern_next(self, c: _Kids) -> list[ast.Expr]:
+        out: list[ast.Expr] = c[0]
+        out.append(c[2])
+        return out
+
+    def match_alt(self, c: _Kids) -> ast.Expr:
+        t = c[0]
+        if len(c) == 2:  # `-1`
+            n = c[1]
+            return ast.Unary(_cover(t, n), "-", ast.NumberLit(n.span, _number(n.value)))
+        typ = t.type
+        if typ == "STRING":
+            lit: ast.StringLit = t.value
+            if not lit.is_plain:
+                raise SynErr(
+                    "a `match` pattern cannot contain `${…}` interpolation",
+                    lit.span,
+                    hint="a pattern is a constant; compare with a computed text in "
+                    "`if … then … else`",
+                )
+            return lit
+        if typ == "NUMBER":
+            return ast.NumberLit(t.span, _number(t.value))
+        if typ == "DURATION":
+            return ast.DurationLit(t.span, _duration_ms(t.value), t.value)
+        if typ in ("TRUE", "FALSE"):
+            return ast.BoolLit(t.span, typ == "TRUE")
+        if typ == "NULL":
+            return ast.NullLit(t.span)
+        if t.value != "_":
+            raise SynErr(
+                f"a `match` pattern is a literal or `_`, found the name `{t.value}`",
+                t.span,
+                hint='patterns are constants (`"low"`, `1`, `true`, `null`) joined by `|`; '
+                "compare with a variable's value in `if … then … else`",
+            )
+        return ast.Name(t.span, "_")
 
     def verify_expr(self, c: _Kids) -> ast.VerifyExpr:
         return ast.VerifyExpr(_cover(c[0], c[3]), c[2])

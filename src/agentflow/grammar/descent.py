@@ -45,6 +45,7 @@ from agentflow.grammar.scanner import (
     _TOKEN_RE,
     CLOSERS,
     KEYWORDS,
+    MATCH_AFTER,
     OPENERS,
     OPS,
     TOP_LEVEL,
@@ -160,6 +161,7 @@ def tokenize(
     finditer = _FAST_RE.finditer
     keywords = KEYWORDS
     ops = OPS
+    match_after = MATCH_AFTER.match
     top_level = TOP_LEVEL
     openers = OPENERS
     closers = CLOSERS
@@ -192,6 +194,8 @@ def tokenize(
                         typ = "NAME"
                     elif typ == "SLEEP" and text.startswith("(", j):
                         typ = "NAME"  # `sleep(`: a call of a tool named sleep
+                    elif typ == "MATCH" and not match_after(text, j):
+                        typ = "NAME"  # `match(s, re)`, `match + 1`: the scanner's rule
             elif g == g_op:
                 i, j = m.span(g)
                 value = text[i:j]

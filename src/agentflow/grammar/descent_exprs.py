@@ -17,8 +17,16 @@ from agentflow.core.vocabulary import MAX_PREFIX
 from agentflow.core.vocabulary import RESERVED_WORDS as _RESERVED
 from agentflow.core.vocabulary import duration_ms as _duration_ms
 from agentflow.grammar import ast
-from agentflow.grammar.builder import _budget, _climb, _Not, _number, _push_projection, _retry
-from agentflow.grammar.scanner import KEYWORDS
+from agentflow.grammar.builder import (
+    _budget,
+    _climb,
+    _Not,
+    _number,
+    _push_projection,
+    _retry,
+    match_arm,
+)
+from agentflow.grammar.scanner import KEYWORDS, SynErr
 
 __all__ = ["_Bail", "ExprDescent", "bail", "plain_text"]
 
@@ -569,8 +577,67 @@ class ExprDescent:
             return self.reduce_expr()
         if k == "VERIFY":
             return self.verify_expr()
+        if k == "MATCH":
+            return self.match_expr()
         self.name()
         return ast.Name(self.span(p), self.V[p])
+
+    def match_expr(self) -> ast.MatchExpr:
+        """``match subject { p | q => e, _ => f }`` (grammar rule ``match_expr``); a pattern the
+        builder refuses (an interpolation, a name other than ``_``) gives up."""
+        kw = self.take("MATCH")
+        subject = self.opexpr()
+        self.take("LBRACE")
+        K = self.K
+        arms: list[ast.MatchArm] = []
+        while True:
+            patterns = [self.match_alt()]
+            while K[self.p] == "PIPE":
+                self.p += 1
+                patterns.append(self.match_alt())
+            self.take("FATARROW")
+            try:
+                arm = match_arm(patterns, self.expr())
+            except SynErr:
+                bail()
+            arms.append(arm)
+            k = K[self.p]
+            if k == "COMMA":
+                self.p += 1
+                if K[self.p] == "RBRACE":
+                    break
+                continue
+            if k != "RBRACE":
+                bail()
+            break
+        c = self.take("RBRACE")
+        return ast.MatchExpr(self.tt(kw, c), subject, arms, self.span(kw))
+
+    def match_alt(self) -> ast.Expr:
+        """One literal of a pattern (grammar rule ``match_alt``)."""
+        p = self.p
+        k = self.K[p]
+        self.p = p + 1
+        if k == "STRING":
+            lit: ast.StringLit = self.V[p]
+            if not lit.is_plain:
+                bail()
+            return lit
+        if k == "NUMBER":
+            return ast.NumberLit(self.span(p), _number(self.V[p]))
+        if k == "MINUS" or k == "MINUS_NL":
+            n = self.take("NUMBER")
+            return ast.Unary(self.tt(p, n), "-", ast.NumberLit(self.span(n), _number(self.V[n])))
+        if k == "DURATION":
+            v = self.V[p]
+            return ast.DurationLit(self.span(p), _duration_ms(v), v)
+        if k == "TRUE" or k == "FALSE":
+            return ast.BoolLit(self.span(p), k == "TRUE")
+        if k == "NULL":
+            return ast.NullLit(self.span(p))
+        if k == "NAME" and self.V[p] == "_":
+            return ast.Name(self.span(p), "_")
+        bail()
 
     def object(self) -> ast.ObjectLit:
         o = self.take("LBRACE")

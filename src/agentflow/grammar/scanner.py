@@ -40,6 +40,7 @@ from agentflow.core.vocabulary import (
     CALL_CLAUSE_WORDS,
     MAX_NESTING,
     MAX_STRING_NESTING,
+    NOT_A_MATCH_SUBJECT,
     TOP_LEVEL_WORDS,
 )
 from agentflow.core.vocabulary import KEYWORD_TERMINALS as KEYWORDS
@@ -82,6 +83,7 @@ OPS: dict[str, str] = {
     ".": "DOT",
     "..": "DOTDOT",
     "->": "ARROW",
+    "=>": "FATARROW",
     "|": "PIPE",
     "?": "QMARK",
     "??": "QQ",
@@ -117,7 +119,7 @@ _TOKEN_RE = re.compile(
   | (?P<badnum>[0-9]+(?:\.[0-9]+)?[A-Za-z_0-9]*)
   | (?P<str3>\"\"\")
   | (?P<str>\")
-  | (?P<op>\.\.|\?\?|==|!=|<=|>=|->|[-+*/%<>=.,:(){}\[\]|?@])
+  | (?P<op>\.\.|\?\?|==|=>|!=|<=|>=|->|[-+*/%<>=.,:(){}\[\]|?@])
   | (?P<eof>\Z)
    )
     """,
@@ -133,6 +135,11 @@ _PLAIN_STR = re.compile(r'"([^"\\$\n]*)"')
 _STR_SPECIAL = re.compile(r'["\\\n$]')
 _STR3_SPECIAL = re.compile(r'"""|[\\\n$]')
 _COLON_AFTER = re.compile(r"[ \t]*:(?!:)")
+#: ``match`` is the keyword of a ``match`` expression only when its subject follows on the same
+#: line (a word, a string, a number, ``(`` or ``[`` after a blank, not an operator word): the
+#: library function ``match(s, re)`` and a variable named ``match`` stay names
+#: (docs/decisions.md "match").
+MATCH_AFTER = re.compile(rf"[ \t]+(?!(?:{'|'.join(NOT_A_MATCH_SUBJECT)})\b)" r"[A-Za-z_0-9\"(\[]")
 WORD_AFTER = re.compile(r"[ \t]+(?:[A-Za-z_0-9\"])")
 #: ``test`` is a common variable name (``test in cases``): it ends an unclosed item only when a
 #: string follows it (``test "name" {``).
@@ -494,6 +501,8 @@ class Scanner:
                                 )
                                 # `sleep(` calls a tool named sleep (`sleep 5m` sleeps)
                                 or (value == "sleep" and text.startswith("(", j))
+                                # `match(s, re)` is the library function, `match + 1` a name
+                                or (value == "match" and not MATCH_AFTER.match(text, j, n))
                             ):
                                 # merged LALR lookaheads: `input` after `let x = 1` looks like
                                 # an agent clause, but only a name is really accepted there

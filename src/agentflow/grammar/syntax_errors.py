@@ -36,7 +36,7 @@ __all__ = [
 
 _EXPR_START = frozenset(
     "NAME NUMBER DURATION STRING LPAR LPAR_NL LSQB LSQB_NL LBRACE MINUS MINUS_NL NOT NOT_NL "
-    "TRUE FALSE NULL MAP PARALLEL REDUCE LOOP AGENT VERIFY FILTER ASK TRY IF".split()
+    "TRUE FALSE NULL MAP PARALLEL REDUCE LOOP AGENT VERIFY FILTER ASK TRY IF MATCH".split()
 )
 _OPERATORS = frozenset(
     "QQ OR AND EQ NE LT LE GT GE IN NOT PLUS MINUS STAR SLASH PERCENT DOTDOT DOT CATCH".split()
@@ -170,6 +170,42 @@ def _generic_hint(tok: Any, expected: set[str], sc: Scanner) -> str | None:
     return diag.generic_type_hint(before.group(1), args)
 
 
+#: `switch (x) {`, `when (x) {`, `match x with` of other languages, before the offending token
+_SWITCH_BEFORE = re.compile(r"(?:^\s*|[=(,:]\s*|\breturn\s+)(switch|when)\b")
+
+
+#: `match (s, re)`: the library call with a blank, read as a `match` whose subject is `(s`
+_MATCH_CALL_BEFORE = re.compile(r"\bmatch\s+\([^()]*$")
+
+
+def _match_hint(tok: Any, expected: set[str], prev: Tok | None, sc: Scanner) -> str | None:
+    """The hints of ``match`` (docs/reference/expressions.md "match"): an arm without ``=>``,
+    ``case "a":`` of other languages, an empty ``match``, ``switch``/``when``."""
+    arm = 'a `match` arm is `pattern => value`: `"low" => 1`, `"a" | "b" => 2`, `_ => 0`'
+    if "FATARROW" in expected and tok.type != "FATARROW":
+        if prev is not None and prev.type == "NAME" and prev.value == "case":
+            return f"there is no `case`: {arm}"
+        return arm
+    if prev is not None and prev.type == "LBRACE" and tok.type == "RBRACE" and "NULL" in expected:
+        before = sc.text[max(0, tok.start - sc.ob - 200) : tok.start - sc.ob]
+        if re.search(r"\bmatch\b[^{]*\{\s*$", before):
+            return f"a `match` needs at least one arm; {arm}"
+    line = _line_before(sc, tok)
+    if tok.type == "COMMA" and _MATCH_CALL_BEFORE.search(line):
+        return (
+            "`match (…)` with a blank starts a `match` expression; the library function is "
+            'written without one: `match(s, "pattern")`'
+        )
+    if tok.type in ("FATARROW", "LBRACE", "STRING", "NUMBER", "NAME"):
+        found = _SWITCH_BEFORE.search(line)
+        if found is not None:
+            return (
+                f'`.flow` has no `{found.group(1)}`: write `match x {{ "a" => …, _ => … }}` '
+                "(checked to cover every value)"
+            )
+    return None
+
+
 def _syntax_hint(
     tok: Any, expected: set[str], values: list[Any] | None, sc: Scanner, in_agent_block: bool
 ) -> str | None:
@@ -205,6 +241,9 @@ def _syntax_hint(
             "an `if … then` expression needs its `else`: `if c then a else b`; to run "
             "statements only when `c` holds, write an `if c { … }` statement"
         )
+    match_hint = _match_hint(tok, expected, prev, sc)
+    if match_hint is not None:
+        return match_hint
     if typ == "PIPE" and "PIPE" not in expected:
         # `a || b` from C, Java, JavaScript (`|` is only the union of types)
         return "`.flow` writes `a or b` for `a || b` (`|` joins the members of a union type)"
@@ -248,7 +287,7 @@ def _syntax_hint(
     if loop is not None:
         # `for x in xs { … }`, `while c { … }`: the braces were read as an object
         return _loop_hint(loop[0])
-    if typ == "EQUALS" and sc.text.startswith("=>", tok.start - sc.ob):
+    if typ in ("EQUALS", "FATARROW") and sc.text.startswith("=>", tok.start - sc.ob):
         # `xs.map(x => x * 2)`: a lambda of JavaScript, C#, Scala
         return _lambda_hint(tok, sc)
     bound = _BINDING.match(_line_before(sc, tok)) if typ in ("EQUALS", "COLON") else None
@@ -974,6 +1013,7 @@ _LEADING_WORDS: dict[type, str] = {
     ast.AskExpr: "ask",
     ast.VerifyExpr: "verify",
     ast.TryExpr: "try",
+    ast.MatchExpr: "match",
     ast.ListLit: "[",
     ast.ObjectLit: "{",
 }

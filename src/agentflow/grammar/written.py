@@ -278,6 +278,12 @@ def expr_text(node: ast.Expr | None) -> str:
     if isinstance(node, ast.CondExpr):
         then = _grouped(node.then, 1)  # the `then` arm is one operator chain
         return f"if {expr_text(node.cond)} then {then} else {expr_text(node.else_)}"
+    if isinstance(node, ast.MatchExpr):
+        arms = ", ".join(
+            f"{' | '.join(expr_text(p) for p in arm.patterns) or '_'} => {expr_text(arm.value)}"
+            for arm in node.arms
+        )
+        return f"match {_grouped(node.subject, 1)} {{ {arms} }}"
     return type(node).__name__
 
 

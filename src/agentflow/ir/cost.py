@@ -335,7 +335,8 @@ def _take_bound(n: ast.Expr, scope: _Scope) -> int | str | None:
 def _max_len(node: ast.Expr, path: list[str], scope: _Scope, depth: int = 0) -> int | str | None:
     """The most elements the list ``node.path`` can hold, when the plan bounds it: a list
     literal, ``take(xs, 3)``, a contract's ``maxItems`` (``@length(1, 3)``), the input's, a
-    ``map``/``filter`` as what it goes over, an ``if`` as its longer branch, a sub-plan's
+    ``map``/``filter`` as what it goes over, an ``if`` as its longer branch (a ``match`` its
+    longest arm), a sub-plan's
     ``input.env`` as the caller's value; None when nothing does."""
     if depth > _BOUND_DEPTH:
         return None
@@ -348,6 +349,8 @@ def _max_len(node: ast.Expr, path: list[str], scope: _Scope, depth: int = 0) -> 
             _max_len(node.then, path, scope, depth + 1),
             _max_len(node.else_, path, scope, depth + 1),
         )
+    if isinstance(node, ast.MatchExpr):
+        return _most(*[_max_len(arm.value, path, scope, depth + 1) for arm in node.arms])
     if isinstance(node, ast.FuncCall) and not path and node.args:
         inner = _max_len(node.args[0], [], scope, depth + 1)
         if node.name == "take" and len(node.args) == 2:

@@ -303,7 +303,8 @@ def expr_completions(a: Analysis, offset: int) -> list[Completion]:
     out.extend(tool_completions(a))
     out.extend(Completion(*c) for c in user_functions.completions(a, offset))
     out.extend(function_completions())
-    out.extend(Completion(k, "keyword") for k in STATEMENT_KEYWORDS)
+    # `match` is a library function and a keyword: one item, the function's, inserts it
+    out.extend(Completion(k, "keyword") for k in STATEMENT_KEYWORDS if k not in FUNCTIONS)
     return out
 
 

@@ -137,6 +137,9 @@ def hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
         if isinstance(e, ast.LoopExpr) and e.keyword_span is not None:
             if e.keyword_span.start <= offset <= e.keyword_span.end:
                 return loop_hover(a, e, t), e.keyword_span
+        if isinstance(e, ast.MatchExpr) and e.keyword_span is not None:
+            if e.keyword_span.start <= offset <= e.keyword_span.end:
+                return match_hover(a, e, t), e.keyword_span
         doc = None
         if isinstance(t, T.NamedRef):
             doc = locate.type_doc(a, t.name)
@@ -209,6 +212,26 @@ def loop_hover(a: Analysis, e: ast.LoopExpr, t: T.Type) -> str:
             "value is the `else` value."
         )
     return locate.fence(head) + "\n\n" + " ".join(lines)
+
+
+def match_hover(a: Analysis, e: ast.MatchExpr, t: T.Type) -> str:
+    """The hover of a ``match`` keyword: the subject with its type, the value's type, and how
+    an arm is chosen (docs/reference/expressions.md "match")."""
+    subject = a.text[e.subject.span.start : e.subject.span.end]
+    st = a.result.expr_types.get(id(e.subject))
+    typed = f": {T.type_str(st)}" if st is not None else ""
+    head = f"match {subject}{typed} -> {T.type_str(t)}"
+    wild = any(arm.wildcard_span is not None for arm in e.arms)
+    doc = (
+        f"The first of its {len(e.arms)} arms whose pattern equals `{subject}` (as `==` "
+        "compares) gives the value; only that arm is evaluated. "
+        + (
+            "`_` takes every value the arms before it do not."
+            if wild
+            else "Without `_`, the arms must cover every value of the subject's type."
+        )
+    )
+    return locate.fence(head) + "\n\n" + doc
 
 
 def symbol_doc(a: Analysis, sym: Symbol) -> str | None:

@@ -31,6 +31,7 @@ from agentflow.core.vocabulary import (
     MIN_INT,
     UNARY_CONDITION_OPS,
     Code,
+    duration_ms,
 )
 from agentflow.errors import BadPath, ExprError, RunError, SourceError
 from agentflow.grammar import ast
@@ -715,6 +716,34 @@ def _visit_CondExpr(node: ast.CondExpr, scope: Mapping[str, Any]) -> Any:
     return _visit(node.then if c else node.else_, scope)
 
 
+def _visit_MatchExpr(node: ast.MatchExpr, scope: Mapping[str, Any]) -> Any:
+    """``match``: the first arm with a pattern equal to the subject (as ``==`` compares; a
+    duration pattern by length), and only that arm evaluated; no such arm is ``no_match``
+    (docs/reference/expressions.md "match")."""
+    value = _visit(node.subject, scope)
+    for arm in node.arms:
+        if arm.wildcard_span is not None or any(_matches(value, p) for p in arm.patterns):
+            return _visit(arm.value, scope)
+    shown = json.dumps(preview(value), ensure_ascii=False, default=str)
+    raise RunError(
+        Code.NO_MATCH,
+        f"`{expr_text(node)}`: no arm matches the value {shown} of "
+        f"`{expr_text(node.subject)}`; add an arm for it or a last `_ => …`",
+    )
+
+
+def _matches(value: Any, pattern: ast.Expr) -> bool:
+    """Whether ``value`` equals the literal ``pattern`` as ``==`` compares them."""
+    if isinstance(pattern, ast.DurationLit):
+        if not isinstance(value, str):
+            return False
+        try:
+            return duration_ms(value) == pattern.ms
+        except ValueError:
+            return False
+    return strict_eq(value, _visit(pattern, {}))
+
+
 def _visit_FuncCall(node: ast.FuncCall, scope: Mapping[str, Any]) -> Any:
     """A library function (docs/reference/functions.md): the arguments evaluated, their kinds
     checked, the implementation of runtime/functions.py called; its failures become run-time
@@ -829,6 +858,7 @@ _VISIT: dict[type, Callable[[Any, Mapping[str, Any]], Any]] = {
     ast.FuncCall: _visit_FuncCall,
     ast.UserCall: _visit_UserCall,
     ast.CondExpr: _visit_CondExpr,
+    ast.MatchExpr: _visit_MatchExpr,
 }
 
 

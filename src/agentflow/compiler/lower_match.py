@@ -1,0 +1,92 @@
+"""Lowering of ``match`` (docs/reference/expressions.md "match", docs/decisions.md "match").
+
+A ``match`` whose arms are pure is template text, ``match subject { p => v, … }``: plans are
+parsed by the same grammar and evaluated by ``runtime.expressions``, which evaluates only the
+chosen arm. When an arm has an effect (a tool call, an agent, ``ask`` …), the ``match`` becomes
+a chain of ``decide`` steps, as ``if … then … else`` does: the first arm is the ``then`` branch
+of a step whose ``when`` is the pure ``match subject { p | q => true, _ => false }``, and the
+``else`` branch is the ``match`` of the arms left, so only the chosen arm's effects run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentflow.compiler.lower_effects import _ARM_EFFECTS, _insert_before
+from agentflow.compiler.lower_expressions import (
+    Ctx,
+    Frag,
+    LoweringShared,
+    StepRef,
+    _NeedsOutline,
+    join_frags,
+    paren_frag,
+)
+from agentflow.grammar import ast
+
+
+def _effectful(e: ast.Expr) -> bool:
+    return any(isinstance(n, _ARM_EFFECTS) for n in ast.walk(e))
+
+
+class MatchLowering(LoweringShared):
+    """The ``visit_MatchExpr`` rule of the lowering."""
+
+    def visit_MatchExpr(self, e: ast.MatchExpr, ctx: Ctx) -> Frag:
+        """``match``: its own text when its arms are pure; else ``decide`` steps, one per arm
+        but the last (module docstring)."""
+        if not any(_effectful(arm.value) for arm in e.arms):
+            subject = self._subject(e, ctx)
+            items: list[Frag | str] = ["match ", subject, " { "]
+            for i, arm in enumerate(e.arms):
+                if i:
+                    items.append(", ")
+                items.extend([self._patterns(arm, ctx), " => ", self.expr(arm.value, ctx)])
+            items.append(" }")
+            return join_frags(*items, atomic=True)
+        if len(e.arms) == 1 or e.arms[0].wildcard_span is not None:
+            if _effectful(e.subject):
+                self._subject(e, ctx)  # its effect happens, even with nothing to test
+            return self.expr(e.arms[0].value, ctx)  # the one arm left: checked to cover the rest
+        if ctx.body:
+            raise _NeedsOutline()  # a decide cannot be a body
+        subject = self._subject(e, ctx)
+        rest_subject = e.subject
+        rest_ctx = ctx
+        if _effectful(e.subject):
+            # the subject's step runs once: the arms left read its result through a name bound
+            # to it (passed in the `env` of their sub-plan when their `decide` is outlined)
+            name = f"match_subject_{e.span.start}"
+            rest_subject = ast.Name(e.subject.span, name)
+            rest_ctx = Ctx(ctx.plan, ctx.target, ctx.stage, parent=ctx, bindings={name: subject})
+        first = e.arms[0]
+        test = join_frags(
+            "match ", subject, " { ", self._patterns(first, ctx), " => true, _ => false }",
+            atomic=True,
+        )  # fmt: skip
+        inp: dict[str, Any] = {"when": {"expr": test.render()}}
+        inp["then"] = self.body_step(
+            [ast.ExprStmt(first.value.span, first.value)], first.value.span, ctx, {}, "match arm"
+        )
+        rest = ast.MatchExpr(e.arms[1].span.to(e.span), rest_subject, e.arms[1:], e.keyword_span)
+        inp["else"] = self.body_step(
+            [ast.ExprStmt(rest.span, rest)], rest.span, rest_ctx, {}, "match arm"
+        )
+        step = self.add_step(ctx, "decide", inp, e.span)
+        _insert_before(step, "meta", "select", "{{ result.output }}")
+        return Frag([StepRef(step)])
+
+    def _subject(self, e: ast.MatchExpr, ctx: Ctx) -> Frag:
+        subject = self.expr(e.subject, ctx)
+        return paren_frag(subject) if subject.prec == 0 and not subject.atomic else subject
+
+    def _patterns(self, arm: ast.MatchArm, ctx: Ctx) -> Frag:
+        """An arm's patterns as template text (durations as written: compared by length)."""
+        if arm.wildcard_span is not None:
+            return Frag.text("_")
+        items: list[Frag | str] = []
+        for i, p in enumerate(arm.patterns):
+            if i:
+                items.append(" | ")
+            items.append(Frag.text(p.text) if isinstance(p, ast.DurationLit) else self.expr(p, ctx))
+        return join_frags(*items, atomic=True)

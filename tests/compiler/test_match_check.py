@@ -1,0 +1,126 @@
+"""The checker's `match` (docs/reference/expressions.md "match", docs/diagnostics.md): exhaustive
+over a literal union alias, `bool` and an optional; `_` required over `text`; impossible patterns
+are `no-overlap`/`type-mismatch`; covered patterns and arms after `_` are `unreachable-arm`; arms
+are narrowed; the type is `if`'s; `flowc fmt` lays a multi-line match out one arm a line."""
+
+from __future__ import annotations
+
+from agentflow.compiler.api import check_source
+from agentflow.compiler.fmt import format_source
+
+HEAD = (
+    'type Sev = "low" | "medium" | "high"\n'
+    'type Cat = { kind: "cat", lives: int }\n'
+    'type Dog = { kind: "dog", name: text }\n'
+    "input { sev: Sev, flag: bool, o: Sev?, t: text, n: int, pet: Cat | Dog }\n"
+)
+
+
+def _diags(body: str, out: str = "json") -> list[tuple[str, str]]:
+    text = HEAD + f"stage s -> {out} {{\n  return {body}\n}}\n"
+    return [(d.code, d.message) for d in check_source(text, "m.flow").diagnostics]
+
+
+def test_a_literal_union_alias_must_be_covered():
+    assert _diags('match input.sev { "low" => 1 }') == [
+        (
+            "non-exhaustive-match",
+            'this `match` does not cover "medium" and "high": `input.sev` is '
+            '`"low" | "medium" | "high"`',
+        )
+    ]
+    assert _diags('match input.sev { "low" => 1, "medium" | "high" => 2 }') == []
+    assert _diags('match input.sev { "low" => 1, _ => 2 }') == []
+
+
+def test_bool_and_optional_are_finite_and_null_is_a_case():
+    assert _diags("match input.flag { true => 1, false => 2 }") == []
+    assert [c for c, _ in _diags("match input.flag { true => 1 }")] == ["non-exhaustive-match"]
+    missing = _diags('match input.o { "low" | "medium" | "high" => 1 }')
+    assert missing[0][0] == "non-exhaustive-match" and "does not cover null" in missing[0][1]
+    assert _diags('match input.o { null => 0, "low" | "medium" | "high" => 1 }') == []
+
+
+def test_a_subject_that_is_not_finite_needs_a_wildcard():
+    (found,) = _diags('match input.t { "x" => 1 }')
+    assert found[0] == "non-exhaustive-match" and "`input.t` is `text`" in found[1]
+    assert _diags('match input.t { "x" => 1, _ => 2 }') == []
+
+
+def test_an_impossible_pattern_is_no_overlap_or_type_mismatch():
+    assert _diags('match input.sev { "urgent" => 1, _ => 2 }') == [
+        (
+            "no-overlap",
+            'this pattern can never match: `input.sev` is `"low" | "medium" | "high"`, which has '
+            'no value `"urgent"`',
+        )
+    ]
+    assert [c for c, _ in _diags('match input.n { "x" => 1, _ => 2 }')] == ["type-mismatch"]
+
+
+def test_covered_patterns_and_arms_after_the_wildcard_are_unreachable():
+    found = _diags("match input.flag { true => 1, false => 2, true => 3 }")
+    assert found == [
+        (
+            "unreachable-arm",
+            "`true` is matched by an arm before this one: this pattern is never reached",
+        )
+    ]
+    found = _diags('match input.t { _ => 1, "x" => 2 }')
+    assert [c for c, _ in found] == ["unreachable-arm"]
+
+
+def test_a_discriminant_narrows_each_arm_and_the_wildcard_sees_what_is_left():
+    ok = 'match input.pet.kind { "cat" => "${input.pet.lives}", "dog" => input.pet.name }'
+    assert _diags(ok, "text") == []
+    left = 'match input.pet.kind { "cat" => "c", _ => input.pet.name }'
+    assert _diags(left, "text") == []
+    wrong = 'match input.pet.kind { "cat" => input.pet.name, _ => "d" }'
+    assert [c for c, _ in _diags(wrong, "text")] == ["unknown-field"]
+    assert _diags('match input.o { null => "none", _ => input.o }', "text") == []
+
+
+def test_the_type_is_the_expected_one_when_every_arm_fits():
+    assert _diags('match input.flag { true => "low", false => "high" }', "Sev") == []
+    found = _diags('match input.flag { true => "low", false => 1 }', "Sev")
+    assert [c for c, _ in found] == ["type-mismatch"]
+
+
+def test_fmt_lays_a_multi_line_match_out_one_arm_a_line_and_round_trips():
+    text = 'stage s -> int {\n  return match   input.x {"a"=>1,"b"|"c"  =>   2,\n  _ => 3}\n}\n'
+    formatted = format_source(text, "m.flow")
+    assert formatted == (
+        "stage s -> int {\n"
+        "  return match input.x {\n"
+        '    "a" => 1,\n'
+        '    "b" | "c" => 2,\n'
+        "    _ => 3\n"
+        "  }\n"
+        "}\n"
+    )
+    assert format_source(formatted, "m.flow") == formatted
+    one = 'stage s -> int {\n  return match input.x { "a" => 1, _ => 2 }\n}\n'
+    assert format_source(one, "m.flow") == one
+
+
+def test_a_let_bound_union_is_narrowed_through_its_discriminant():
+    body = (
+        'match input.pet.kind { "cat" => 1, "dog" => 2 }\n}\n'
+        "stage t -> text {\n"
+        "  let r = input.pet\n"
+        '  return match r.kind { "dog" => r.name, _ => "${r.lives}" }'
+    )
+    assert _diags(body, "int") == []
+
+
+def test_big_integers_are_distinct_patterns_and_1_is_1_0():
+    found = _diags(
+        "match input.n { 9223372036854775807 => 1, 9223372036854775806 => 2, 1 => 3, "
+        "1.0 => 4, _ => 0 }"
+    )
+    assert found == [
+        (
+            "unreachable-arm",
+            "`1.0` is matched by an arm before this one: this pattern is never reached",
+        )
+    ]
