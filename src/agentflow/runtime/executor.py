@@ -587,6 +587,9 @@ class Executor:
                     data["input"], cut = event_value(rendered)
                     if cut:
                         data["input_preview"] = True
+                    over = rendered.get("over") if isinstance(rendered, dict) else None
+                    if isinstance(over, list | tuple):  # the real count: a preview keeps 10
+                        data["items"] = len(over)
                 else:
                     data["input"] = to_json_value(rendered)
                 if info.id:
