@@ -543,7 +543,6 @@ def run(
         data = api.parse_input(input_)
         if input_ is None and reuse is not None:
             data = None  # the reused run's input (api.run), as the console's "run again"
-            _err(f"note: no --input: the input of run {reuse} is taken")
         if target.endswith(".flow"):
             plan = _load_flow(target)
         else:
@@ -559,6 +558,10 @@ def run(
             where = _database_note(target, config, database)
 
             def on_start(rid: str) -> None:
+                # said once the run started: RUN was found and its input taken, the run id
+                # free — never before an error that RUN or the id is not there to take
+                if data is None and reuse is not None:
+                    _err(f"note: no --input: the input of run {reuse} is taken")
                 started.append(rid)
                 _err(f"run id: {rid}")
                 if where:
