@@ -438,6 +438,10 @@ def _given_answers(ctx: Any, param: Any, given: tuple[str, ...]) -> dict[str, st
         name, eq, value = one.partition("=")
         if not eq or not name:
             raise click.BadParameter(f"{one!r}: give NAME=VALUE (answer=yes, decision=ship)")
+        if name in out:  # which one was meant is not for the run to guess
+            raise click.BadParameter(
+                f"{name} is answered twice, {name}={out[name]} and {one}: give one --answer {name}"
+            )
         out[name] = value
     return out
 
@@ -607,6 +611,11 @@ def run(
         if isinstance(e, InputMismatch):
             _err(_input_hint(target, input_, reuse))
         sys.exit(1)
+    for name in result.unused_answers:  # an index past the items, an ask never reached
+        _err(
+            f"warning: --answer {name} answered no question of the run (an index past the "
+            "items or rounds the run had, or an ask it did not reach)"
+        )
     if as_json:
         click.echo(_json_out(result.to_dict()))
     elif result.status in ("ok", "exited"):
