@@ -17,6 +17,7 @@ from agentflow.core.vocabulary import started_items
 from agentflow.ir.graph import outcomes_from_events
 from agentflow.ir.loader import load_plan_data
 from agentflow.runtime.events import CallbackSink, ConsoleSink, Event
+from agentflow.runtime.report import build_report
 from agentflow.runtime.telemetry import OtelSink, TelemetrySettings
 from agentflow.runtime.value_size import EVENT_TEXT_CHARS
 
@@ -67,6 +68,7 @@ def test_the_map_span_says_the_real_count_of_a_previewed_map():
     _run(OtelSink(TelemetrySettings(), tracer_provider=provider))
     (span,) = [s for s in exporter.get_finished_spans() if "agentflow.map.items" in s.attributes]
     assert span.attributes["agentflow.map.items"] == ITEMS
+    assert span.attributes["agentflow.step.input_preview"] is True  # its input: a preview
 
 
 def test_graph_run_counts_a_previewed_maps_items_from_its_real_count():
@@ -86,3 +88,17 @@ def test_a_trace_without_the_count_does_not_take_a_previews_length_for_it():
     preview = {"tool_name": "map", "input": {"over": list(range(10))}, "input_preview": True}
     assert started_items(preview) is None
     assert started_items({"tool_name": "map", "input": {"over": [1, 2, 3]}}) == 3  # whole
+
+
+def test_the_report_says_an_agents_input_is_a_preview():
+    started = {"tool_name": "agent", "input": {"agent": "a", "prompt": "p" * 200 + "…"}}
+    events = [
+        {"kind": "run_started", "path": "", "stack": ["t"], "time": 1.0, "data": {"plan": "t"}},
+        {"kind": "step_started", "path": "E0", "stack": ["t"], "time": 1.0,
+         "data": {**started, "input_preview": True}},
+        {"kind": "step_finished", "path": "E0", "stack": ["t"], "time": 2.0,
+         "data": {"tool_name": "agent", "result": 1}},
+    ]  # fmt: skip
+    assert "a preview: the step's input was too large" in build_report(events)
+    events[1]["data"] = started
+    assert "a preview:" not in build_report(events)

@@ -864,6 +864,8 @@ class OtelSink:
                 self._io(attrs, "input", {k: v for k, v in asked.items() if v is not None})
         elif tool == "map":
             attrs["agentflow.map.items"] = started_items(data)
+        if data.get("input_preview"):  # the input attributes hold a preview, not the input
+            attrs["agentflow.step.input_preview"] = True
         self._content(attrs, "agentflow.step.input", data.get("input"))
         if tool != "agent":
             self._io(attrs, "input", data.get("input"))
