@@ -235,8 +235,11 @@ async def run(
       ``bool``), then checked against the question's type and choices when it is asked (a
       refused one fails the step with ``output_validation``); the other asks go to ``hooks``'
       interlocutor.  A NAME no ``ask`` of the plan has raises :class:`InputError` before the
-      run, and so does ``answers`` with ``durable`` (a durable run's questions wait for
-      :func:`answer_run`) (docs/reference/cli.md "flowc run --answer").
+      run, and so do an indexed NAME whose number of indices is not its ask's nesting in maps
+      and loops, a NAME that is not a ``str``, a VALUE no JSON holds, and ``answers`` with
+      ``durable`` (a durable run's questions wait for :func:`answer_run`); a NAME that
+      answered no question (an index past the items) is listed in
+      ``RunResult.unused_answers`` (docs/reference/cli.md "flowc run --answer").
 
     The run itself is :func:`agentflow.runtime.executor.run_plan` with a
     :class:`~agentflow.runtime.context.RunContext` built from these.
