@@ -43,7 +43,7 @@ from agentflow.runtime.config import load_config as read_config
 from agentflow.runtime.context import RunContext
 from agentflow.runtime.events import CallbackSink, ConsoleSink, Event, JsonlSink, Sink
 from agentflow.runtime.executor import run_plan, validate_input
-from agentflow.runtime.extract import NonJsonNumber, loads_value
+from agentflow.runtime.extract import NonJsonNumber, json_kind, json_value_problem, loads_value
 from agentflow.runtime.hooks import Hooks, answering, default_interlocutor
 from agentflow.runtime.models.cassette import ReplayRouter, recording_router
 from agentflow.runtime.models.router import ModelRouter, test_router
@@ -235,8 +235,11 @@ async def run(
       ``bool``), then checked against the question's type and choices when it is asked (a
       refused one fails the step with ``output_validation``); the other asks go to ``hooks``'
       interlocutor.  A NAME no ``ask`` of the plan has raises :class:`InputError` before the
-      run, and so does ``answers`` with ``durable`` (a durable run's questions wait for
-      :func:`answer_run`) (docs/reference/cli.md "flowc run --answer").
+      run, and so do an indexed NAME whose number of indices is not its ask's nesting in maps
+      and loops, a NAME that is not a ``str``, a VALUE no JSON holds, and ``answers`` with
+      ``durable`` (a durable run's questions wait for :func:`answer_run`); a NAME that
+      answered no question (an index past the items) is listed in
+      ``RunResult.unused_answers`` (docs/reference/cli.md "flowc run --answer").
 
     The run itself is :func:`agentflow.runtime.executor.run_plan` with a
     :class:`~agentflow.runtime.context.RunContext` built from these.
@@ -275,10 +278,13 @@ async def run(
                 "answers given before the run are for a plain run: a durable run's questions "
                 "wait for `flowc answer RUN NAME VALUE` (agentflow.answer_run), from any process"
             )
+        used: set[str] = set()  # the NAMEs of answers that answered a question
         if answers:  # before the run: a NAME no ask has is a mistake, not a silent default
-            _check_answer_names(plan, answers)
+            _check_answers(plan, answers)
             hooks = hooks or Hooks()
-            hooks = dataclasses.replace(hooks, interlocutor=answering(answers, hooks.interlocutor))
+            hooks = dataclasses.replace(
+                hooks, interlocutor=answering(answers, hooks.interlocutor, used)
+            )
         # tool names and patterns, then literal arguments, before the run (RUNTIME.md §4)
         check_plan_tools(plan, catalog, config)
         await check_plan_arguments(plan, catalog, config)
@@ -328,13 +334,30 @@ async def run(
                 run_id=run_id, reuse=reuse, ask_again=ask_again, database=database, fleet=fleet,
                 replay=replay, on_start=on_start, model=model,
             )  # fmt: skip
-        return await run_plan(plan, input, context)
+        result = await run_plan(plan, input, context)
+        # an answer no question took (an index past the items, an ask never reached): said
+        result.unused_answers = [name for name in (answers or {}) if name not in used]
+        return result
     raise AssertionError("unreachable")  # pragma: no cover - the stack does not swallow
 
 
-def _check_answer_names(plan: Plan, answers: Mapping[str, Any]) -> None:
-    """Raise :class:`InputError` for a NAME of ``answers`` that no ``ask`` step of ``plan`` (or
-    of a plan it calls) has: not its step path, not the ``let`` of its answer, not its stage."""
+def _check_answers(plan: Plan, answers: Mapping[str, Any]) -> None:
+    """Raise :class:`InputError` for ``answers`` that cannot answer an ``ask`` of ``plan`` (or
+    of a plan it calls), before the run (docs/reference/cli.md "flowc run --answer"): a NAME
+    that is not text, a VALUE no JSON holds (bytes, a set, NaN), a NAME no ask has — not its
+    step path, not the ``let`` of its answer, not its stage —, and an indexed NAME (``ok[1]``)
+    whose number of indices is not the number of maps and loops its ask is asked in (one in a
+    map, two in a loop in a map). An index past the items is known only as the run goes:
+    ``RunResult.unused_answers`` says it."""
+    for name, value in answers.items():
+        if not isinstance(name, str):
+            raise InputError(
+                "answers: each NAME is a text (the `let` an answer is bound to, its stage or "
+                f"its step path), got {json_kind(name)}"
+            )
+        problem = json_value_problem(value, "the value")
+        if problem is not None:
+            raise InputError(f"answer for {name!r}: {problem}")
     names: set[str] = set()
     paths: set[str] = set()
     for one in [plan, *(plan.plans or {}).values()]:
@@ -342,12 +365,16 @@ def _check_answer_names(plan: Plan, answers: Mapping[str, Any]) -> None:
             if step.tool_name == "ask":
                 paths.add(path)
                 names.update(str(step.meta[k]) for k in ("name", "stage") if step.meta.get(k))
+    depths = _ask_depths(plan)
     # a step path inside a map's item or a loop's round (`E0/do.1`) starts at a step of its own
     firsts = {path.split("/", 1)[0] for path, _ in plan.iter_steps()}
     for name in answers:
         base = _INDEXED.match(name)  # `ok[1]`: the ask of `let ok` in item 1 of a map
         last = name.split(" › ")[-1].removesuffix(" = ask")  # a label: `s › item 1 › ok`
-        if base is not None and base.group(1) in names or " › " in name and last in names:
+        if base is not None and base.group(1) in names:
+            _check_depth(name, base.group(1), depths.get(base.group(1), set()))
+            continue
+        if " › " in name and last in names:
             continue
         if "/" in name and name.split("/", 1)[0] in firsts:
             continue
@@ -359,8 +386,59 @@ def _check_answer_names(plan: Plan, answers: Mapping[str, Any]) -> None:
             )
 
 
+def _check_depth(name: str, let: str, depths: set[int]) -> None:
+    """Raise :class:`InputError` when ``name`` (``ok[1][2]``) gives ``let``'s ask another
+    number of indices than the maps and loops it is asked in (``depths``)."""
+    given = name.count("[")
+    if given in depths:
+        return
+    if not depths or depths == {0}:
+        where = "is asked once, not in a map or a loop: answer it as " + repr(let)
+    else:
+        forms = " or ".join(repr(let + "[N]" * d) for d in sorted(depths) if d)
+        inner = max(depths)
+        nested = "a map or loop" if inner == 1 else f"{inner} nested maps or loops"
+        where = f"is asked in {nested}, an index each: answer it as {forms}"
+    raise InputError(f"answer for {name!r}: the ask of `let {let}` {where}")
+
+
 #: An indexed answer name: a `let` and the item/round numbers of a map or loop it is asked in
 _INDEXED = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\[\d+\])+$")
+
+
+#: The steps whose body is run again, once an item or a round: each adds an index to the name of
+#: an ask inside it (`ok[1]`, `ok[0][2]`: hooks.indexed_name)
+_REPEATING = frozenset({"map", "reduce", "loop", "filter"})
+
+
+def _ask_depths(plan: Plan) -> dict[str, set[int]]:
+    """``{let: {depth, …}}``: for each ``let`` an ``ask``'s answer is bound to, how many
+    ``map``/``reduce``/``loop`` steps it is asked in — those of its own plan and those of the
+    steps calling that plan (``plan__NAME``), from ``plan`` down."""
+    plans = {plan.name: plan, **dict(plan.plans or {})}
+    out: dict[str, set[int]] = {}
+    todo: list[tuple[str, int]] = [(plan.name, 0)]
+    seen: set[tuple[str, int]] = set()
+    while todo:
+        key = todo.pop()
+        one = plans.get(key[0])
+        if key in seen or one is None or key[1] > 64:
+            continue
+        seen.add(key)
+        tools = dict(one.iter_steps())
+        for path, step in tools.items():
+            parts = path.split("/")
+            inside = sum(
+                1
+                for i in range(1, len(parts))
+                if (up := tools.get("/".join(parts[:i]))) is not None and up.tool_name in _REPEATING
+            )
+            depth = key[1] + inside
+            if step.tool_name == "ask" and step.meta.get("name"):
+                out.setdefault(str(step.meta["name"]), set()).add(depth)
+            elif step.tool_name.startswith("plan__"):
+                todo.append((step.tool_name.removeprefix("plan__"), depth))
+    return out
 
 
 def _prepare(

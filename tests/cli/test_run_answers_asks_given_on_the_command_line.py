@@ -80,3 +80,76 @@ def test_one_ask_of_a_map_is_answered_as_flowc_answer_names_it(tmp_path, monkeyp
         assert out.exit_code == 0 and json.loads(out.stdout) == want, (name, out.output)
     bad = CliRunner().invoke(main, ["run", "m.flow", "--input", '{"items": ["a"]}', "--answer", "okk[0]=true"])  # fmt: skip
     assert bad.exit_code == 1 and "no `ask` of the flow is named so" in bad.stderr, bad.output
+
+
+NESTED = """\
+input { items: text[] }
+stage s -> bool[] {
+  map input.items as it {
+    let r = loop up to 2 as i, acc = false {
+      let ok = ask "Ship ${it} ${i}?" expect bool default false
+      ok
+    }
+    r
+  }
+}
+stage t -> bool[] {
+  let top = ask "Go?" expect bool default false
+  s
+}
+"""
+
+
+def _answered(tmp_path, monkeypatch, flow: str, items: str, *answers: str):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NO_COLOR", "1")
+    (tmp_path / "m.flow").write_text(flow)
+    args = ["run", "m.flow", "--input", f'{{"items": {items}}}']
+    for one in answers:
+        args += [one] if one.startswith("--") else ["--answer", one]
+    return CliRunner().invoke(main, args)
+
+
+def test_an_index_whose_depth_is_not_its_asks_nesting_is_refused_before_the_run(
+    tmp_path, monkeypatch
+):
+    # one index per map or loop the ask is asked in: `ok[1][2]` of a map's ask, `ok[0]` of an
+    # ask in a loop in a map, `top[0]` of an ask asked once — each refused, nothing run
+    for flow, name, said in [
+        (MAP, "ok[1][2]", "is asked in a map or loop, an index each: answer it as 'ok[N]'"),
+        (
+            NESTED,
+            "ok[0]",
+            "is asked in 2 nested maps or loops, an index each: answer it as 'ok[N][N]'",
+        ),  # fmt: skip
+        (NESTED, "top[0]", "is asked once, not in a map or a loop: answer it as 'top'"),
+    ]:
+        out = _answered(tmp_path, monkeypatch, flow, '["a"]', f"{name}=yes")
+        assert out.exit_code == 1, (name, out.output)
+        assert out.stderr.splitlines() == [f"error: answer for {name!r}: the ask of `let {name.split('[')[0]}` {said}"], out.stderr  # fmt: skip
+    nested = _answered(tmp_path, monkeypatch, NESTED, '["a"]', "ok[0][2]=yes")
+    assert nested.exit_code == 0 and json.loads(nested.stdout) == [True], nested.output
+
+
+def test_an_answer_no_question_took_is_reported_at_the_end_of_the_run(tmp_path, monkeypatch):
+    # an index past the items is known only as the run goes: the run takes its defaults and
+    # says, on stderr and in --json, which answers it never used
+    for name in ("ok[5]", "ok[99999999999999999999]"):
+        out = _answered(tmp_path, monkeypatch, MAP, '["a", "b"]', f"{name}=yes", "ok[1]=yes")
+        assert out.exit_code == 0, out.output
+        assert json.loads(out.stdout) == [False, True]
+        assert out.stderr.splitlines()[-1] == (
+            f"warning: --answer {name} answered no question of the run (an index past the "
+            "items or rounds the run had, or an ask it did not reach)"
+        )
+        assert "ok[1] answered" not in out.stderr
+    whole = _answered(tmp_path, monkeypatch, MAP, '["a"]', "ok[3]=yes", "--json")
+    assert json.loads(whole.stdout)["unused_answers"] == ["ok[3]"]
+    used = _answered(tmp_path, monkeypatch, MAP, '["a"]', "ok=yes", "--json")
+    assert "unused_answers" not in json.loads(used.stdout)
+
+
+def test_the_same_name_answered_twice_is_a_usage_error_naming_both(tmp_path, monkeypatch):
+    twice = _answered(tmp_path, monkeypatch, MAP, '["a"]', "ok=yes", "ok=no")
+    assert twice.exit_code == 2
+    assert "ok is answered twice, ok=yes and ok=no: give one --answer ok" in twice.stderr

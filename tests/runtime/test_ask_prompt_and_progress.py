@@ -100,3 +100,47 @@ def test_an_answer_for_a_name_no_ask_has_is_refused_before_the_run(tmp_path):
         "answer for 'og': no `ask` of the flow is named so (the `let` its answer is bound to, "
         "its stage, or its step path); its asks: go, pick"
     )
+
+
+@pytest.mark.parametrize(
+    ("answers", "said"),
+    [
+        (
+            {"pick": b"ship"},
+            "answer for 'pick': the value: a bytes value is not a JSON value (text, a number, "
+            "true or false, null, a list or an object)",
+        ),
+        ({"go": {1, 2}}, "answer for 'go': the value: a set value is not a JSON value"),
+        (
+            {"go": {"a": {3: True}}},
+            "answer for 'go': the value.a: a field name is text, got the number 3",
+        ),  # fmt: skip
+        ({"go": float("nan")}, "answer for 'go': the value: `NaN` is not a JSON number"),
+        (
+            {5: "x"},
+            "answers: each NAME is a text (the `let` an answer is bound to, its stage or its step "
+            "path), got the number 5",
+        ),
+    ],
+)
+def test_answers_no_json_holds_are_refused_before_the_run_in_json_terms(tmp_path, answers, said):
+    # never a Python repr (b'ship'), a bare TypeError, or a NaN taken for a secret
+    with pytest.raises(InputError) as e:
+        _run(tmp_path, answers=answers)
+    assert str(e.value).startswith(said), str(e.value)
+
+
+def test_an_answer_no_question_took_is_in_the_result(tmp_path):
+    result, _ = _run(tmp_path, answers={"go": "yes", "E1": "ship", "pick": "hold"})
+    assert result.output == "ship"
+    assert result.unused_answers == ["pick"]  # E1 (the step path) came first: pick unused
+    assert result.to_dict()["unused_answers"] == ["pick"]
+    done, _ = _run(tmp_path, answers={"go": "yes"})
+    assert done.unused_answers == [] and "unused_answers" not in done.to_dict()
+
+
+def test_a_python_input_no_json_holds_is_an_input_error(tmp_path):
+    flow = tmp_path / "i.flow"
+    flow.write_text("input { n: int }\nstage s -> int { input.n }\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"^input\.n: a bytes value is not a JSON value"):
+        api.run_sync(str(flow), {"n": b"1"}, workspace=tmp_path)

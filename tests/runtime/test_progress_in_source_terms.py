@@ -164,3 +164,25 @@ def test_a_failed_inlined_let_is_shown_where_the_final_error_points(tmp_path):
         r"arithmetic: `input\.n / input\.z`: division by zero \(`input\.z` is 0\)",
         failed[0],
     )  # the console gives the place from where the file was named (here an absolute path)
+
+
+def test_a_reused_answer_says_reused_once_on_its_line():
+    # the ask's own event and its step_finished both say it was reused: one "(reused)"
+    ask = {"answered": True, "answer": "ship", "reused": True}
+    labelled = {"label": "s › c = ask", "source": "t.flow:3:11"}
+    lines = _plain(
+        ("step_started", "E1", {"tool_name": "ask", **labelled}),
+        ("ask", "E1", ask),
+        ("step_finished", "E1", {"tool_name": "ask", "elapsed_ms": 70, "reused": True, **labelled}),
+        ("step_started", "E2", {"tool_name": "ask"}),
+        ("ask", "E2", ask),
+        ("step_finished", "E2", {"tool_name": "ask", "elapsed_ms": 70, "reused": True}),
+        ("step_started", "E3", {"tool_name": "ask", **labelled}),
+        ("ask", "E3", ask),  # a reused answer whose step_finished does not say so
+        ("step_finished", "E3", {"tool_name": "ask", "elapsed_ms": 70, **labelled}),
+    )
+    assert [line for line in lines if line.startswith("✓")] == [
+        '✓ s › c = ask  t.flow:3:11  0.07s · answered "ship" (reused)',
+        '✓ E2 0.07s (reused) · answered "ship"',
+        '✓ s › c = ask  t.flow:3:11  0.07s · answered "ship" (reused)',
+    ]

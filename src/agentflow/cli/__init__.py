@@ -438,6 +438,10 @@ def _given_answers(ctx: Any, param: Any, given: tuple[str, ...]) -> dict[str, st
         name, eq, value = one.partition("=")
         if not eq or not name:
             raise click.BadParameter(f"{one!r}: give NAME=VALUE (answer=yes, decision=ship)")
+        if name in out:  # which one was meant is not for the run to guess
+            raise click.BadParameter(
+                f"{name} is answered twice, {name}={out[name]} and {one}: give one --answer {name}"
+            )
         out[name] = value
     return out
 
@@ -543,7 +547,6 @@ def run(
         data = api.parse_input(input_)
         if input_ is None and reuse is not None:
             data = None  # the reused run's input (api.run), as the console's "run again"
-            _err(f"note: no --input: the input of run {reuse} is taken")
         if target.endswith(".flow"):
             plan = _load_flow(target)
         else:
@@ -559,6 +562,10 @@ def run(
             where = _database_note(target, config, database)
 
             def on_start(rid: str) -> None:
+                # said once the run started: RUN was found and its input taken, the run id
+                # free — never before an error that RUN or the id is not there to take
+                if data is None and reuse is not None:
+                    _err(f"note: no --input: the input of run {reuse} is taken")
                 started.append(rid)
                 _err(f"run id: {rid}")
                 if where:
@@ -604,6 +611,11 @@ def run(
         if isinstance(e, InputMismatch):
             _err(_input_hint(target, input_, reuse))
         sys.exit(1)
+    for name in result.unused_answers:  # an index past the items, an ask never reached
+        _err(
+            f"warning: --answer {name} answered no question of the run (an index past the "
+            "items or rounds the run had, or an ask it did not reach)"
+        )
     if as_json:
         click.echo(_json_out(result.to_dict()))
     elif result.status in ("ok", "exited"):

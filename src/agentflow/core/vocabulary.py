@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 __all__ = [
     "AGENT_CLAUSES",
@@ -80,6 +81,7 @@ __all__ = [
     "ERROR_PLACE_TYPE",
     "GENERIC_TYPES",
     "duration_ms",
+    "started_items",
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -337,6 +339,26 @@ CONTROL_STEP_SPECS: dict[str, ControlStep] = {
 }
 #: The control step names.
 CONTROL_STEPS: frozenset[str] = frozenset(CONTROL_STEP_SPECS)
+
+
+def started_items(data: Any) -> int | None:
+    """How many items a ``map`` / ``filter`` / ``reduce`` step goes over, from the data of its
+    ``step_started`` event: its ``items`` field, the real count (docs/reference/events.md), which
+    holds even when ``input`` is a preview whose ``over`` keeps only 10 of them
+    (``input_preview: true``); in a trace written before ``items`` existed, the length of a whole
+    ``input.over``. None when the event cannot tell (a preview without ``items``, no ``over``).
+    Every reader of the count (console, telemetry, ``flowc graph --run``) asks here."""
+    if not isinstance(data, dict):
+        return None
+    items = data.get("items")
+    if isinstance(items, int) and not isinstance(items, bool) and items >= 0:
+        return items
+    if data.get("input_preview"):
+        return None
+    over = (data.get("input") or {}).get("over") if isinstance(data.get("input"), dict) else None
+    return len(over) if isinstance(over, list) else None
+
+
 #: Control steps that may be a body (ordinary tool calls, including ``plan__*``, may be bodies too).
 BODY_CONTROL_STEPS: frozenset[str] = frozenset(
     s.name for s in CONTROL_STEP_SPECS.values() if s.may_be_body

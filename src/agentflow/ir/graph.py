@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentflow.core.text import money
-from agentflow.core.vocabulary import BODY_KEYS, Code
+from agentflow.core.vocabulary import BODY_KEYS, Code, started_items
 from agentflow.grammar.written import written_text
 from agentflow.ir.models import Plan, Step
 from agentflow.ir.names import body_names, in_source_terms, step_names, step_names_in_stage
@@ -802,9 +802,9 @@ def outcomes_from_events(events: Iterable[Mapping[str, Any]], plan: Plan) -> dic
             open_steps.clear()
         elif kind == "step_started" and nid is not None:
             open_steps[at] = nid
-            over = (data.get("input") or {}).get("over") if data.get("tool_name") == "map" else None
-            if isinstance(over, list):
-                items[at] = len(over)
+            count = started_items(data) if data.get("tool_name") == "map" else None
+            if count is not None:
+                items[at] = count
         if kind == "step_finished" and nid is not None:
             open_steps.pop(at, None)
             count = items.pop(at, None)

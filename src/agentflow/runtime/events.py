@@ -25,7 +25,7 @@ from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from agentflow.core.redaction import SECRETS, redact, redact_data
 from agentflow.core.text import escape_surrogates, finite_dumps, money, visible
-from agentflow.core.vocabulary import Code
+from agentflow.core.vocabulary import Code, started_items
 from agentflow.errors import InputError
 from agentflow.runtime.extract import loads_bounded
 from agentflow.runtime.where import call_summary
@@ -357,6 +357,8 @@ class ConsoleSink:
         ] = ((), {}, {})
         #: what an ask step's line adds (``answered yes``, ``no answer: the default false``)
         self._notes: dict[str, str] = {}
+        #: step path → whether its ask's answer was taken from the run ``--reuse`` reuses
+        self._reused_answers: dict[str, bool] = {}
         #: lines printed while the view is paused (a question on the terminal), shown after it
         self._held: list[str] | None = None
         #: the view was started again after a pause: rich still holds its frame from before
@@ -503,8 +505,7 @@ class ConsoleSink:
             fold = bool(data.get("fold")) and label is not None
             tool = str(data.get("tool_name", ""))
             if tool == "map":
-                over = (data.get("input") or {}).get("over")
-                self._maps[path] = [0, len(over) if isinstance(over, list) else 0]
+                self._maps[path] = [0, started_items(data) or 0]
             if fold:
                 return
             source = self._here(data.get("source"))
@@ -553,12 +554,13 @@ class ConsoleSink:
             label = data.get("label")
             if label is None:
                 note = self._notes.pop(path, None)
+                asked_reused = self._reused_answers.pop(path, False)
                 if err:
                     self._print(
                         f"✗ {path} {secs:.2f}s {err.get('code')}: {_short(err.get('message'))}"
                     )
                 else:
-                    reused = " (reused)" if data.get("reused") else ""
+                    reused = " (reused)" if data.get("reused") or asked_reused else ""
                     self._print(f"✓ {path} {secs:.2f}s{reused}" + (f" · {note}" if note else ""))
                 return
             if data.get("fold") and not (err and err.get("step_path") == path):
@@ -570,13 +572,15 @@ class ConsoleSink:
                 label, source = err.get("label") or label, err["source"]
             head = f"{_short(label, 200)}{_at(self._here(source))}  {secs:.2f}s"
             note = self._notes.pop(path, None)
+            asked_reused = self._reused_answers.pop(path, False)
             if note is not None and not err:
                 head += f" · {note}"
             if err:
                 self._print(f"✗ {head}  {err.get('code')}: {_short(err.get('message'))}")
             else:
                 usage = data.get("usage")
-                reused = " (reused)" if data.get("reused") else ""  # from the run --reuse reuses
+                # from the run --reuse reuses: said once, whether the step or its answer says so
+                reused = " (reused)" if data.get("reused") or asked_reused else ""
                 self._print(f"✓ {head}{reused}{_spent(usage) if isinstance(usage, dict) else ''}")
         elif kind == "model_call":
             # one inference: role, model, latency, tokens and money (what the run is spending)
@@ -593,8 +597,9 @@ class ConsoleSink:
             # said on the ask's own ✓ line: what was answered, or that nobody answered and the
             # default was taken (no terminal, an empty line)
             if data.get("answered"):
-                reused = " (reused)" if data.get("reused") else ""
-                self._notes[path] = f"answered {_short_value(data.get('answer'))}{reused}"
+                # "(reused)" is the ✓ line's own ending (once, after the note), not the note's
+                self._reused_answers[path] = bool(data.get("reused"))
+                self._notes[path] = f"answered {_short_value(data.get('answer'))}"
             else:  # the question said, as nobody may have seen it (no terminal: CI, a pipe)
                 asked = f" to {_short_value(data['question'])}" if data.get("question") else ""
                 default = data.get("answer")
@@ -624,6 +629,7 @@ class ConsoleSink:
             self._maps.clear()
             self._partials.clear()
             self._notes.clear()
+            self._reused_answers.clear()
             if self._live is not None:
                 self._live.stop()
                 self._live_started = False

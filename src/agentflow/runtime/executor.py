@@ -68,7 +68,7 @@ from agentflow.runtime.expressions import (
     to_json_value,
     to_text,
 )
-from agentflow.runtime.extract import json_number_problem
+from agentflow.runtime.extract import json_number_problem, json_value_problem
 
 # The host-hook API, re-exported: ``from agentflow.runtime.executor import Hooks, skip, …`` keeps
 # working (its home is agentflow.runtime.hooks).
@@ -587,6 +587,9 @@ class Executor:
                     data["input"], cut = event_value(rendered)
                     if cut:
                         data["input_preview"] = True
+                    over = rendered.get("over") if isinstance(rendered, dict) else None
+                    if isinstance(over, list | tuple):  # the real count: a preview keeps 10
+                        data["items"] = len(over)
                 else:
                     data["input"] = to_json_value(rendered)
                 if info.id:
@@ -877,7 +880,8 @@ def validate_input(plan: Plan, data: Any, *, code: str | None = None) -> Any:
     "Input"), or :class:`InputError` for a number `--input` would refuse in text."""
     # NaN, Infinity, an int past 64 bits: refused as `--input` refuses them in text (whoever
     # parsed the value: an MCP client's arguments, a dict given to `agentflow.run`)
-    number = json_number_problem(data)
+    # a Python value no JSON holds (bytes, a set) too, from the front door (code None)
+    number = json_number_problem(data) if code is not None else json_value_problem(data)
     if number is not None:
         raise RunError(code, number) if code is not None else InputError(number)
     schema = plan.input_schema

@@ -181,6 +181,52 @@ def json_number_problem(value: Any, where: str = "input") -> str | None:
     return None
 
 
+#: What a JSON value is, in the words a message gives it
+_JSON_KINDS = "text, a number, true or false, null, a list or an object"
+
+
+def json_value_problem(value: Any, where: str = "input") -> str | None:
+    """Why a value given from Python (a dict given to ``agentflow.run``, its ``answers``) is not
+    a JSON value a `.flow` can take — a value of another Python type (``bytes``, a ``set``, an
+    object), a field name that is not text, or a number :func:`json_number_problem` refuses —
+    as ``"WHERE.path: …"`` in JSON's terms (never a Python repr), or None."""
+    todo: list[tuple[Any, str]] = [(value, where)]
+    while todo:
+        cur, at = todo.pop()
+        if cur is None or isinstance(cur, str | bool | int | float):
+            continue
+        if isinstance(cur, dict):
+            for k in cur:
+                if not isinstance(k, str):
+                    return f"{at}: a field name is text, got {json_kind(k)}"
+            todo.extend((v, f"{at}.{k}") for k, v in reversed(list(cur.items())))
+        elif isinstance(cur, list | tuple):
+            todo.extend((v, f"{at}[{i}]") for i, v in reversed(list(enumerate(cur))))
+        else:
+            return f"{at}: {json_kind(cur)} is not a JSON value ({_JSON_KINDS})"
+    return json_number_problem(value, where)
+
+
+def json_kind(value: Any) -> str:
+    """``value`` named for a message: a JSON scalar as JSON writes it (``the number 5``), any
+    other Python value by its kind (``a bytes value``), never by its repr."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if (
+        isinstance(value, int)
+        and MIN_INT <= value <= MAX_INT
+        or (isinstance(value, float) and math.isfinite(value))
+    ):
+        return f"the number {value}"
+    if isinstance(value, int | float):
+        return "a number JSON cannot hold"
+    if isinstance(value, str):
+        return "a text"
+    return f"a {type(value).__name__} value"
+
+
 def loads_value(text: str, limit: int = MAX_JSON_DEPTH) -> Any:
     """A value a person gave as JSON (``flowc run --input``, ``flowc answer``, an answer typed
     at the terminal or sent by an MCP client): :func:`loads_bounded` with JSON's own numbers

@@ -30,7 +30,12 @@ from agentflow.core.text import choices_text, value_text, visible
 from agentflow.core.vocabulary import Code
 from agentflow.errors import InputError, RunAborted, RunError
 from agentflow.ir.schemas import validation_errors
-from agentflow.runtime.extract import NonJsonNumber, json_number_problem, loads_value
+from agentflow.runtime.extract import (
+    NonJsonNumber,
+    json_number_problem,
+    json_value_problem,
+    loads_value,
+)
 from agentflow.runtime.tools.catalog import run_in_daemon_thread
 
 __all__ = [
@@ -441,6 +446,11 @@ def checked_answer(question: Any, value: Any) -> Any:
         except ValueError as e:  # JSON nested too deeply: refused as `--input` refuses it
             raise InputError(f"answer to `{question.question}`: {e}") from None
     value = spelled_bool(value, question.schema)  # yes/no/y/n/true/false, as at the terminal
+    # not a JSON value (bytes, a set, NaN, …): said in JSON's terms, and before the secret
+    # check, whose comparison a NaN (never equal to itself) would otherwise fool
+    kind = json_value_problem(value, "answer")
+    if kind is not None:
+        raise InputError(f"answer to `{question.question}`: {kind}")
     secret = secret_in_answer(value)
     if secret:  # said without the value: it would show the secret (docs/reference/cli.md)
         raise InputError(f"answer to `{question.question}` refused: {secret}")
@@ -514,19 +524,22 @@ def given_answer(answers: Mapping[str, Any], request: AskRequest) -> tuple[str, 
 
 
 def answering(
-    answers: Mapping[str, Any], fallback: Interlocutor | None
+    answers: Mapping[str, Any], fallback: Interlocutor | None, used: set[str] | None = None
 ) -> Callable[[AskRequest], Awaitable[Any]]:
     """An interlocutor answering each ``ask`` that ``answers`` names (:func:`given_answer`)
     with its value — a text parsed as ``flowc answer`` parses it, checked against the
     question's type and choices with its messages (:func:`checked_answer`; a value it refuses
     fails the step with ``output_validation``) — and putting any other to ``fallback`` (None:
-    unanswered, ``when_unanswered`` decides)."""
+    unanswered, ``when_unanswered`` decides). ``used``: each NAME that answered a question is
+    added to it (the run reports the others: ``RunResult.unused_answers``)."""
 
     async def ask(request: AskRequest) -> Any:
         found = given_answer(answers, request)
         if found is None:
             return NO_ANSWER if fallback is None else await maybe_await(fallback(request))
         name, value = found
+        if used is not None:
+            used.add(name)
         try:
             return checked_answer(request, value)
         except InputError as e:

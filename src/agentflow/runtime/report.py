@@ -76,6 +76,8 @@ class StepRun:
     stage: str | None = None
     stack: list[str] = field(default_factory=list)
     label: str | None = None
+    #: the step's ``input`` is a preview (``input_preview``: over the events' size limit)
+    input_preview: bool = False
     #: the step's own duration in seconds (``elapsed_ms / 1000`` of its ``step_finished``, the
     #: number the console prints), else None
     elapsed: float | None = None
@@ -188,6 +190,7 @@ def read_run(events: Iterable[Mapping[str, Any]]) -> RunView:
                     stage=data.get("stage"),
                     stack=stack,
                     label=data.get("label") if isinstance(data.get("label"), str) else None,
+                    input_preview=bool(data.get("input_preview")),
                 )
             )
         elif kind == "step_finished":
@@ -552,6 +555,12 @@ class _Report:
         if inp.get("input") is not None:
             parts.append(
                 f"<div class='msg'><span class='who'>input</span>{_pre(inp['input'])}</div>"
+            )
+        if s.input_preview:  # cut by the trace, not by the run: the agent had all of it
+            parts.append(
+                "<p class='muted'>a preview: the step's input was too large for the trace to "
+                "hold whole (lists cut to 10 items, texts to 200 characters); the agent had "
+                "all of it</p>"
             )
         for number in rounds:
             parts.append(self.agent_round(number, calls, warnings))

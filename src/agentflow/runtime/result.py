@@ -94,6 +94,9 @@ class RunResult(Generic[OutputT]):
       ``folded`` - 1 folded into ``accumulator``); a parallel's ``{kind: "parallel", of,
       branches: {name: result}, …}`` (docs/reference/cli.md "Ctrl-C / SIGTERM"); empty
       otherwise.
+    - ``unused_answers``: each NAME of ``answers`` (``flowc run --answer``) that answered no
+      question of the run — an index past its map's items or its loop's rounds, an ask the run
+      never reached — in the order given; empty otherwise.
     """
 
     status: RunStatus
@@ -104,6 +107,7 @@ class RunResult(Generic[OutputT]):
     duration_ms: int = 0
     run_id: str | None = None
     partial: dict[str, Any] = field(default_factory=dict)
+    unused_answers: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -151,6 +155,8 @@ class RunResult(Generic[OutputT]):
         data["duration_ms"] = self.duration_ms
         if self.run_id is not None:
             data["run_id"] = self.run_id
+        if self.unused_answers:
+            data["unused_answers"] = list(self.unused_answers)
         return data
 
 

@@ -53,7 +53,7 @@ from urllib.parse import urlsplit
 from agentflow.core.redaction import MIN_RUN, SECRETS, register_secrets
 from agentflow.core.text import clean_text, escape_surrogates, finite_dumps, visible
 from agentflow.core.version import __version__
-from agentflow.core.vocabulary import CONTROL_STEPS, Code
+from agentflow.core.vocabulary import CONTROL_STEPS, Code, started_items
 from agentflow.errors import ConfigError
 from agentflow.runtime import genai_attributes as G
 from agentflow.runtime.config import TelemetryConfig, check_base_url
@@ -863,8 +863,9 @@ class OtelSink:
                 asked = {"task": inp.get("prompt"), "input": inp.get("input")}
                 self._io(attrs, "input", {k: v for k, v in asked.items() if v is not None})
         elif tool == "map":
-            over = inp.get("over")
-            attrs["agentflow.map.items"] = len(over) if isinstance(over, list) else None
+            attrs["agentflow.map.items"] = started_items(data)
+        if data.get("input_preview"):  # the input attributes hold a preview, not the input
+            attrs["agentflow.step.input_preview"] = True
         self._content(attrs, "agentflow.step.input", data.get("input"))
         if tool != "agent":
             self._io(attrs, "input", data.get("input"))
