@@ -111,6 +111,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
         interrupted_report,
         read_baseline,
         run_tests,
+        run_tests_async,
     )
     from agentflow.api_run import (
         CLOSE_LIMIT_S,
@@ -167,6 +168,7 @@ __all__ = [
     "answer_run",
     "plan_text",
     "run_tests",
+    "run_tests_async",
     "parse_input",
     "plan_needs_model",
     "graph",
@@ -259,6 +261,7 @@ _EXPORTS: dict[str, str] = {
     "answer_run": "agentflow.api_durable",
     "plan_text": "agentflow.api_compile",
     "run_tests": "agentflow.api_evals",
+    "run_tests_async": "agentflow.api_evals",
     "parse_input": "agentflow.api_run",
     "plan_needs_model": "agentflow.api_run",
     "graph": "agentflow.api_commands",
