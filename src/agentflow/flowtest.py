@@ -229,9 +229,7 @@ def run_tests(
             "one); in async code use `await agentflow.run_tests_async(...)` instead"
         )
     return asyncio.run(
-        run_tests_async(
-            paths, pattern, fail_fast, on_outcome=on_outcome, jobs=jobs, cache=cache
-        )
+        run_tests_async(paths, pattern, fail_fast, on_outcome=on_outcome, jobs=jobs, cache=cache)
     )
 
 
