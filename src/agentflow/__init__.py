@@ -10,6 +10,7 @@ The embedding API (each function documented in :mod:`agentflow.api`)::
     outcome = run_sync("bug-triage.flow", {"title": "…", "body": "…"}, workspace="src")
     print(outcome.status, outcome.output)
     report = run_tests(["examples/"])              # the `test` blocks; report.summary()
+    # in async code: await run(…) (run_sync runs its own loop), await run_tests_async([…])
 
 Hooks and events (docs/spec/RUNTIME.md §7–8)::
 
@@ -49,6 +50,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
         run,
         run_sync,
         run_tests,
+        run_tests_async,
     )
     from agentflow.errors import (
         ConfigError,
@@ -103,6 +105,7 @@ _EXPORTS: dict[str, str] = {
     "resume_run": "agentflow.api",
     "answer_run": "agentflow.api",
     "run_tests": "agentflow.api",
+    "run_tests_async": "agentflow.api",
     "evaluate": "agentflow.api",
     "EvalReport": "agentflow.evals.report",
     "TestOutcome": "agentflow.flowtest",
@@ -198,6 +201,7 @@ __all__ = [
     "resume_run",
     "answer_run",
     "run_tests",
+    "run_tests_async",
     "TestOutcome",
     "TestReport",
     "evaluate",

@@ -32,6 +32,7 @@ from agentflow.ir.names import expression_position
 __all__ = [
     "FormatError",
     "agent_profile_warnings",
+    "extern_tool_warnings",
     "check_source",
     "config_file",
     "diagnostics_summary",
@@ -127,6 +128,16 @@ def agent_profile_warnings(flow: str | os.PathLike[str], result: CheckResult) ->
     (:func:`agentflow.compiler.project.agent_profile_warnings`, which the language server runs
     too.)"""
     return _project.agent_profile_warnings(flow, result)
+
+
+def extern_tool_warnings(flow: str | os.PathLike[str], result: CheckResult) -> list[Diagnostic]:
+    """The ``unknown-extern-tool`` / ``extern-tool-signature`` warnings of the checked `.flow`
+    file ``flow``: each ``extern tool user__*`` / ``plan__*`` compared with the functions of the
+    nearest ``flow.toml``'s ``[tools] modules`` (read with :mod:`ast`, never imported) and the
+    plans of its plans directory (docs/reference/tools.md "What flowc check compares").
+    (:func:`agentflow.compiler.project.extern_tool_warnings`, which the language server runs
+    too.)"""
+    return _project.extern_tool_warnings(flow, result)
 
 
 def config_file(near: str | os.PathLike[str] | None = None) -> Path | None:

@@ -33,6 +33,7 @@ from agentflow.flowexplore import ExploreReport
 from agentflow.flowexplore import explore as run_explore
 from agentflow.flowtest import TestReport
 from agentflow.flowtest import run_tests as run_all
+from agentflow.flowtest import run_tests_async as run_all_async
 from agentflow.ir.loader import load_plan_data
 from agentflow.runtime.config import Config, load_config, missing_key_message, no_model_message
 from agentflow.runtime.interrupt import run as run_loop
@@ -49,6 +50,7 @@ __all__ = [
     "evaluate_async",
     "explore",
     "run_tests",
+    "run_tests_async",
 ]
 
 
@@ -86,11 +88,32 @@ def run_tests(
     ``pattern`` keeps the tests whose name contains it (or matches it as a glob);
     ``fail_fast`` stops after the first failure; ``on_outcome(outcome)`` is called as each test
     ends. A file that does not check is one failed outcome with its diagnostics; this function
-    does not raise for mistakes in `.flow` files. Synchronous (it runs its own event loop).
+    does not raise for mistakes in `.flow` files. Synchronous (it runs its own event loop):
+    inside a running event loop (``asyncio.run(main())``, Jupyter, pytest-asyncio) it raises
+    ``RuntimeError`` naming :func:`run_tests_async`, the same with ``await``.
     ``jobs``: tests run at once; ``cache``: a directory remembering passed tests, so an
     unchanged file's tests are reported as cached passes (``flowc test`` uses ``.flowc-cache``).
     """
     return run_all(paths, pattern, fail_fast, on_outcome=on_outcome, jobs=jobs, cache=cache)
+
+
+async def run_tests_async(
+    paths: str | os.PathLike[str] | list[str | os.PathLike[str]],
+    pattern: str | None = None,
+    fail_fast: bool = False,
+    *,
+    on_outcome: Callable[[Any], Any] | None = None,
+    jobs: int = 1,
+    cache: str | os.PathLike[str] | None = None,
+) -> TestReport:
+    """:func:`run_tests` for async code, on the caller's event loop (``await
+    agentflow.run_tests_async(paths)`` in ``asyncio.run(main())``, Jupyter or pytest-asyncio):
+    the same options and :class:`agentflow.flowtest.TestReport`, the same network guard (while
+    it runs, an httpx request to another machine from any task of the process fails);
+    docs/reference/python-api.md "Functions"."""
+    return await run_all_async(
+        paths, pattern, fail_fast, on_outcome=on_outcome, jobs=jobs, cache=cache
+    )
 
 
 async def evaluate_async(
@@ -186,7 +209,11 @@ async def evaluate_async(
 def evaluate(flow: str | os.PathLike[str], datasets: Any = None, **kwargs: Any) -> Any:
     """:func:`evaluate_async` for synchronous callers (``flowc eval``): its own event loop,
     where SIGINT/SIGTERM stop it gracefully."""
-    return run_loop(evaluate_async(flow, datasets, **kwargs))
+    return run_loop(
+        evaluate_async(flow, datasets, **kwargs),
+        name="agentflow.evaluate()",
+        instead="`await agentflow.api.evaluate_async(...)`",
+    )
 
 
 def interrupted_report(stopped: BaseException) -> EvalReport | None:

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BeforeValidator, TypeAdapter, ValidationError
 
@@ -41,6 +41,9 @@ if TYPE_CHECKING:
     from agentflow.runtime.config import Config
     from agentflow.runtime.events import Sink
     from agentflow.runtime.hooks import Hooks
+    from agentflow.runtime.models.router import ModelRouter
+    from agentflow.runtime.shape_cache import ShapeCache
+    from agentflow.runtime.tools.catalog import Catalog
 
 __all__ = [
     "Int",
@@ -248,19 +251,31 @@ async def run_flow(
     trace: str | os.PathLike[str] | None = None,
     sinks: Iterable[Sink] = (),
     hooks: Hooks | None = None,
+    catalog: Catalog | None = None,
+    router: ModelRouter | None = None,
     record: str | os.PathLike[str] | None = None,
     replay: str | os.PathLike[str] | None = None,
-    model: str | None = None,
+    shape_cache: ShapeCache | Literal[False] | None = None,
+    on_partial: Callable[[str, Any], Any] | None = None,
     telemetry: bool | str | None = None,
+    model: str | None = None,
     durable: bool = False,
     run_id: str | None = None,
+    reuse: str | None = None,
+    ask_again: bool = False,
     database: str | None = None,
+    fleet: bool = False,
+    on_start: Callable[[str], Any] | None = None,
+    answers: Mapping[str, Any] | None = None,
 ) -> RunResult[Any]:
-    """:func:`agentflow.run` of ``flow`` with these options (documented there)."""
+    """:func:`agentflow.run` of ``flow`` with every one of its keyword options (documented
+    there; `tests/compiler/test_gen_python_run_options.py` compares the two signatures)."""
     return await run(
-        flow, input, config=config, workspace=workspace, trace=trace, sinks=sinks, hooks=hooks,
-        record=record, replay=replay, model=model, telemetry=telemetry, durable=durable,
-        run_id=run_id, database=database,
+            flow, input, config=config, workspace=workspace, trace=trace, sinks=sinks,
+            hooks=hooks, catalog=catalog, router=router, record=record, replay=replay,
+            shape_cache=shape_cache, on_partial=on_partial, telemetry=telemetry, model=model,
+            durable=durable, run_id=run_id, reuse=reuse, ask_again=ask_again,
+            database=database, fleet=fleet, on_start=on_start, answers=answers,
     )  # fmt: skip
 
 
@@ -273,20 +288,31 @@ def run_flow_sync(
     trace: str | os.PathLike[str] | None = None,
     sinks: Iterable[Sink] = (),
     hooks: Hooks | None = None,
+    catalog: Catalog | None = None,
+    router: ModelRouter | None = None,
     record: str | os.PathLike[str] | None = None,
     replay: str | os.PathLike[str] | None = None,
-    model: str | None = None,
+    shape_cache: ShapeCache | Literal[False] | None = None,
+    on_partial: Callable[[str, Any], Any] | None = None,
     telemetry: bool | str | None = None,
+    model: str | None = None,
     durable: bool = False,
     run_id: str | None = None,
+    reuse: str | None = None,
+    ask_again: bool = False,
     database: str | None = None,
+    fleet: bool = False,
+    on_start: Callable[[str], Any] | None = None,
+    answers: Mapping[str, Any] | None = None,
 ) -> RunResult[Any]:
     """:func:`run_flow` for synchronous callers, on :func:`agentflow.run_sync`'s event loop
     (SIGINT/SIGTERM stop the run gracefully)."""
     return run_loop(
         run_flow(
             flow, input, config=config, workspace=workspace, trace=trace, sinks=sinks,
-            hooks=hooks, record=record, replay=replay, model=model, telemetry=telemetry,
-            durable=durable, run_id=run_id, database=database,
+            hooks=hooks, catalog=catalog, router=router, record=record, replay=replay,
+            shape_cache=shape_cache, on_partial=on_partial, telemetry=telemetry, model=model,
+            durable=durable, run_id=run_id, reuse=reuse, ask_again=ask_again,
+            database=database, fleet=fleet, on_start=on_start, answers=answers,
         )
     )  # fmt: skip

@@ -81,6 +81,7 @@ __all__ = [
     "TestOutcome",
     "TestReport",
     "run_tests",
+    "run_tests_async",
 ]
 
 #: a line that starts a `test` block (a file whose test blocks do not parse still has them)
@@ -214,14 +215,43 @@ def run_tests(
     (``flowc test`` uses ``.flowc-cache``) remembering the tests that passed: a test whose file,
     directory and agentflow version are unchanged is reported as a cached pass without running.
     Never raises for a mistake in a `.flow` file: a file that does not read or check is a
-    failed outcome. Synchronous: runs its own event loop, under the network guard.
+    failed outcome. Synchronous: runs its own event loop, under the network guard; inside a
+    running event loop it raises ``RuntimeError`` naming :func:`run_tests_async`, which async
+    code awaits instead.
     """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        raise RuntimeError(
+            "agentflow.run_tests() cannot be called while an event loop is running in this "
+            "thread (it runs its own: asyncio.run(), Jupyter and pytest-asyncio already run "
+            "one); in async code use `await agentflow.run_tests_async(...)` instead"
+        )
+    return asyncio.run(
+        run_tests_async(paths, pattern, fail_fast, on_outcome=on_outcome, jobs=jobs, cache=cache)
+    )
+
+
+async def run_tests_async(
+    paths: list[str | os.PathLike[str]] | str | os.PathLike[str],
+    pattern: str | None = None,
+    fail_fast: bool = False,
+    *,
+    on_outcome: Any = None,
+    jobs: int = 1,
+    cache: str | os.PathLike[str] | None = None,
+) -> TestReport:
+    """:func:`run_tests` for async code (``asyncio.run(main())``, Jupyter, pytest-asyncio): the
+    same options and report, on the caller's event loop. The network guard is on while it runs:
+    an httpx request to another machine from any task of the process fails, as in a test."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     store = _Cache(Path(cache)) if cache is not None else None
     files = find_flow_files(list(paths))
     with network_guard:
-        return asyncio.run(_run_all(files, pattern, fail_fast, on_outcome, max(1, jobs), store))
+        return await _run_all(files, pattern, fail_fast, on_outcome, max(1, jobs), store)
 
 
 def _selected(name: str, pattern: str | None) -> bool:

@@ -390,6 +390,9 @@ NOT_FROM_CHECKER: set[str] = {
     "stale-generated-module",  # `flowc check` compares generated modules: tests/cli/test_gen_command.py
     "cost-over-budget",  # `flowc cost`'s: tests/cli/test_cost_command.py
     "unknown-agent-profile",  # `flowc check` reads flow.toml: tests/cli/test_agent_profile_typo.py
+    # `flowc check` reads tools.py and plans/: tests/cli/test_extern_tools_checked_against_project.py
+    "unknown-extern-tool",
+    "extern-tool-signature",
     "invalid-config",  # `flowc check` loads flow.toml: tests/cli/test_check_reads_flow_toml.py
     # an import of a file shown beside the example: tests/docs/test_doc_examples.py checks them
     "unknown-import",

@@ -314,6 +314,7 @@ def check(paths: tuple[str, ...], fmt: str, warnings_as_errors: bool) -> None:
                 sources.update(texts)
             diags.extend(api.stale_modules(f, text, result))
             diags.extend(api.agent_profile_warnings(f, result))
+            diags.extend(api.extern_tool_warnings(f, result))
             if api.config_file(f) is not None:  # loads the runtime's configuration: only then
                 more, texts = api.config_diagnostics(f, configs)
                 diags.extend(more)

@@ -83,7 +83,8 @@ _TAKEN = frozenset(
         "annotations", "os", "Path", "Annotated", "Any", "Literal", "TYPE_CHECKING", "Iterable",
         "pydantic", "agentflow", "client", "RunResult", "Int", "JsonValue", "Field",
         "BaseModel", "ConfigDict", "TypeAdapter", "Config", "Hooks", "Sink", "FLOW_FILE",
-        "FLOW_DIGEST", "FLOW_INTERFACE",
+        "FLOW_DIGEST", "FLOW_INTERFACE", "Callable", "Mapping", "Catalog", "ModelRouter",
+        "ShapeCache",
     }
 )  # fmt: skip
 _BASEMODEL_ATTRS = frozenset(
@@ -94,11 +95,45 @@ _BASEMODEL_ATTRS = frozenset(
 )  # fmt: skip
 
 
-#: the keyword options of a generated run function, passed on to :func:`agentflow.run`
-_OPTIONS = (
-    "config", "workspace", "trace", "sinks", "hooks", "record", "replay", "model", "telemetry",
-    "durable", "run_id", "database",
-)  # fmt: skip
+#: the keyword options of a generated run function, passed on to :func:`agentflow.run`: its
+#: keyword options as its signature spells them (name, annotation, default), in its order.
+#: The compiler cannot import the runtime's API (docs/ARCHITECTURE.md "Layers"), so the table is
+#: written here and `tests/compiler/test_gen_python_run_options.py` compares it, the generated
+#: functions and :func:`agentflow.client.run_flow` with ``inspect.signature(agentflow.run)``.
+RUN_OPTIONS: tuple[tuple[str, str, str], ...] = (
+    ("config", "Config | str | os.PathLike[str] | None", "None"),
+    ("workspace", "str | os.PathLike[str] | None", "None"),
+    ("trace", "str | os.PathLike[str] | None", "None"),
+    ("sinks", "Iterable[Sink]", "()"),
+    ("hooks", "Hooks | None", "None"),
+    ("catalog", "Catalog | None", "None"),
+    ("router", "ModelRouter | None", "None"),
+    ("record", "str | os.PathLike[str] | None", "None"),
+    ("replay", "str | os.PathLike[str] | None", "None"),
+    ("shape_cache", "ShapeCache | Literal[False] | None", "None"),
+    ("on_partial", "Callable[[str, Any], Any] | None", "None"),
+    ("telemetry", "bool | str | None", "None"),
+    ("model", "str | None", "None"),
+    ("durable", "bool", "False"),
+    ("run_id", "str | None", "None"),
+    ("reuse", "str | None", "None"),
+    ("ask_again", "bool", "False"),
+    ("database", "str | None", "None"),
+    ("fleet", "bool", "False"),
+    ("on_start", "Callable[[str], Any] | None", "None"),
+    ("answers", "Mapping[str, Any] | None", "None"),
+)
+
+#: what the annotations of :data:`RUN_OPTIONS` name, imported by a generated module for the
+#: type checker only (``from __future__ import annotations``: never at run time)
+_RUN_OPTION_IMPORTS = (
+    "from agentflow.runtime.config import Config",
+    "from agentflow.runtime.events import Sink",
+    "from agentflow.runtime.hooks import Hooks",
+    "from agentflow.runtime.models.router import ModelRouter",
+    "from agentflow.runtime.shape_cache import ShapeCache",
+    "from agentflow.runtime.tools.catalog import Catalog",
+)
 
 
 def source_digest(text: str) -> str:
@@ -475,7 +510,7 @@ def generate_python(result: CheckResult, source_text: str, flow_file: str, modul
         "from __future__ import annotations",
         "",
         "import os",
-        "from collections.abc import Iterable",
+        "from collections.abc import Callable, Iterable, Mapping  # noqa: F401",
         "from pathlib import Path",
         "from typing import TYPE_CHECKING, Annotated, Any, Literal, Never  # noqa: F401",
         "",
@@ -486,9 +521,7 @@ def generate_python(result: CheckResult, source_text: str, flow_file: str, modul
         "from agentflow.runtime.result import RunResult",
         "",
         "if TYPE_CHECKING:",
-        "    from agentflow.runtime.config import Config",
-        "    from agentflow.runtime.events import Sink",
-        "    from agentflow.runtime.hooks import Hooks",
+        *(f"    {line}" for line in _RUN_OPTION_IMPORTS),
         "",
         *_assignment("FLOW_FILE", f"Path(__file__).parent / {_py_str(rel)}"),
         f"FLOW_DIGEST = {_py_str(digest)}",
@@ -578,18 +611,7 @@ def _module_parts(
         lines += [
             f"    {input_param},",
             "    *,",
-            "    config: Config | str | os.PathLike[str] | None = None,",
-            "    workspace: str | os.PathLike[str] | None = None,",
-            "    trace: str | os.PathLike[str] | None = None,",
-            "    sinks: Iterable[Sink] = (),",
-            "    hooks: Hooks | None = None,",
-            "    record: str | os.PathLike[str] | None = None,",
-            "    replay: str | os.PathLike[str] | None = None,",
-            "    model: str | None = None,",
-            "    telemetry: bool | str | None = None,",
-            "    durable: bool = False,",
-            "    run_id: str | None = None,",
-            "    database: str | None = None,",
+            *(f"    {name}: {ann} = {default}," for name, ann, default in RUN_OPTIONS),
             f") -> RunResult[{out_ann}]:",
         ]
         verb = "Run" if is_async else "Run (on its own event loop)"
@@ -608,7 +630,7 @@ def _module_parts(
             f"    result = {call}(",
             "        FLOW_FILE,",
             '        INPUT.dump_python(input, mode="json", by_alias=True, exclude_unset=True),',
-            *(f"        {o}={o}," for o in _OPTIONS),
+            *(f"        {name}={name}," for name, _, _ in RUN_OPTIONS),
             "    )",
             "    return client.typed_result(result, OUTPUT, FLOW_FILE, __file__)",
         ]

@@ -1,7 +1,8 @@
 """The checks of a `.flow` file that read its project's ``flow.toml`` (docs/reference/
 configuration.md "Which flow.toml"): ``unknown-agent-profile`` (a ``use agent``/``use team`` name
-with no profile but a similar one) and ``stale-generated-module`` (a ``[gen] python`` module made
-from another version of the flow).
+with no profile but a similar one), ``stale-generated-module`` (a ``[gen] python`` module made
+from another version of the flow), and the ``extern tool user__*``/``plan__*`` checks of
+:mod:`agentflow.compiler.project_tools` (``unknown-extern-tool``, ``extern-tool-signature``).
 
 ``flowc check`` (through :mod:`agentflow.api_check`) and the language server run the same ones
 with the same discovery rule (:func:`agentflow.core.config_file.find_config`: the nearest
@@ -17,11 +18,13 @@ from typing import Any
 
 from agentflow.compiler.checker import CheckResult
 from agentflow.compiler.gen_python import gen_modules, stale_diagnostics
+from agentflow.compiler.project_tools import extern_tool_warnings as _extern_tool_warnings
 from agentflow.core.config_file import find_config
 from agentflow.core.diagnostics import UNKNOWN_AGENT_PROFILE, Diagnostic, did_you_mean
 
 __all__ = [
     "agent_profile_warnings",
+    "extern_tool_warnings",
     "generated_modules",
     "nearest_config",
     "project_diagnostics",
@@ -44,6 +47,7 @@ def project_diagnostics(
     if modules:
         out.extend(stale_diagnostics(str(flow), text, modules, result))
     out.extend(_profile_warnings(data, result))
+    out.extend(_extern_tool_warnings(data, result))
     return out
 
 
@@ -89,6 +93,16 @@ def agent_profile_warnings(flow: str | os.PathLike[str], result: CheckResult) ->
         return []
     data = nearest_config(Path(flow))
     return [] if data is None else _profile_warnings(data, result)
+
+
+def extern_tool_warnings(flow: str | os.PathLike[str], result: CheckResult) -> list[Diagnostic]:
+    """The ``unknown-extern-tool`` and ``extern-tool-signature`` warnings of the checked `.flow`
+    file ``flow``: its ``extern tool user__*`` / ``plan__*`` declarations against the Python
+    tools modules and the plans directory of the nearest ``flow.toml``, read without running
+    anything (:mod:`agentflow.compiler.project_tools`; docs/reference/tools.md "What flowc
+    check compares").  No ``flow.toml``, or a project file that cannot be read: none."""
+    data = nearest_config(Path(flow))
+    return [] if data is None else _extern_tool_warnings(data, result)
 
 
 def _profile_warnings(data: dict[str, Any], result: CheckResult) -> list[Diagnostic]:

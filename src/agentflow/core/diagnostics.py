@@ -135,6 +135,18 @@ UNKNOWN_AGENT_PROFILE = _register(
     "a `use agent`/`use team` name the flow.toml beside the flow has no profile for, but one "
     "of a similar name",
 )
+UNKNOWN_EXTERN_TOOL = _register(
+    "unknown-extern-tool",
+    "warning",
+    "an `extern tool user__*`/`plan__*` that the flow.toml's [tools] modules or plans directory "
+    "has no tool of, but one of a similar name",
+)
+EXTERN_TOOL_SIGNATURE = _register(
+    "extern-tool-signature",
+    "warning",
+    "an `extern tool user__*`/`plan__*` whose parameters disagree with the Python function's "
+    "or the plan's input",
+)
 COST_OVER_BUDGET = _register(
     "cost-over-budget",
     "warning",

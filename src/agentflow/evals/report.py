@@ -17,6 +17,7 @@ from agentflow.core.redaction import redact_data
 from agentflow.core.text import finite_dumps, xml_attribute, xml_text
 
 __all__ = [
+    "DEFAULT_EVAL_NAME",
     "CaseRun",
     "CaseStats",
     "Change",
@@ -32,6 +33,11 @@ __all__ = [
 FORMAT = "agentflow-eval/1"
 #: flaky cases the terminal table lists
 _SHOWN = 8
+
+
+#: the name of the eval block a flow with none is scored by (``output == expected``;
+#: docs/reference/evals.md "With no eval block")
+DEFAULT_EVAL_NAME = "default: output == expected"
 
 
 @dataclass
@@ -335,6 +341,11 @@ class EvalReport:
         """The terminal table: per scorer and model mean, pass rate (and pass^k), then the worst
         cases with their reasons, then the flaky cases when repeated."""
         out = [f'eval "{self.name}" of {self.flow}: {len(self.runs)} case run(s)']
+        if self.name == DEFAULT_EVAL_NAME:  # the flow has no eval block (evals.md)
+            out = [
+                f"eval of {self.flow} (no eval block: each case scored exact = output == "
+                f"expected): {len(self.runs)} case run(s)"
+            ]
         head = ["scorer", "model", "mean", "pass rate"] + (
             [f"pass^{self.repeat}"] if self.repeat > 1 else []
         )

@@ -48,7 +48,7 @@ from agentflow.core.text import escape_surrogates
 from agentflow.core.vocabulary import Code
 from agentflow.errors import FlowError
 from agentflow.evals.dataset import Case, check_cases, read_dataset
-from agentflow.evals.report import CaseRun, EvalReport, ScoreResult
+from agentflow.evals.report import DEFAULT_EVAL_NAME, CaseRun, EvalReport, ScoreResult
 from agentflow.ir.loader import load_plan_data
 from agentflow.runtime.events import CallbackSink
 from agentflow.runtime.expressions import evaluate, to_text
@@ -283,6 +283,11 @@ def dataset_diagnostics(
     return cases, diagnostics, sources
 
 
+#: the eval block of a flow that has none (docs/reference/evals.md "With no eval block"):
+#: each case scored by whether the output equals its ``expected`` (``==``: canonical JSON)
+DEFAULT_EVAL_SOURCE = f'\n\neval "{DEFAULT_EVAL_NAME}" {{\n  score exact = output == expected\n}}\n'
+
+
 def prepare(
     flow: str | os.PathLike[str], datasets: list[str] | None = None, eval_name: str | None = None
 ) -> Prepared:
@@ -306,6 +311,13 @@ def prepare(
     out.diagnostics.extend(result.diagnostics)
     if not result.ok:
         return out
+    if not result.evals and eval_name is None and datasets:
+        # no eval block: each case is scored by `output == expected` (docs/reference/evals.md
+        # "With no eval block"), the block written after the file's text so its spans stay
+        default = check_source(out.text + DEFAULT_EVAL_SOURCE, file)
+        if default.ok and len(default.evals) == 1:
+            result = out.result = default
+            out.text = out.text + DEFAULT_EVAL_SOURCE  # the digest measures the scorer too
     blocks = result.evals
     if eval_name is not None:
         blocks = [b for b in blocks if b.node.name == eval_name]
@@ -317,12 +329,15 @@ def prepare(
             why = f'no eval block is named "{eval_name}" (its eval blocks: {names})'
         else:
             why = f"the flow has several eval blocks: choose one with --eval NAME ({names})"
+        if not result.evals and not datasets:
+            why = "this flow has no eval block, and no dataset is given"
         out.diagnostics.append(
             _diag(
                 D.INVALID_VALUE,
                 why,
-                Span(file, 1, 1, 1, 1),
-                hint="add an eval block to the flow, e.g. "
+                Span.at(file) if not result.evals else Span(file, 1, 1, 1, 1),
+                hint="give the cases (`flowc eval FLOW cases.jsonl`: each scored by `output == "
+                "expected`), or add an eval block to the flow, e.g. "
                 '`eval "quality" { dataset "cases.jsonl"  score exact = output == expected }` '
                 "(each on its own line; docs/reference/evals.md)"
                 if not result.evals

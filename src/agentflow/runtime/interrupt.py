@@ -819,7 +819,14 @@ def _install_signals(loop: asyncio.AbstractEventLoop, stop: StopRequest) -> list
     return installed
 
 
-def run(coro: Coroutine[Any, Any, T]) -> T:
+#: what a synchronous entry point that runs its own loop says by default, and what to await
+_SYNC_NAME = "agentflow.run_sync() / run_plan_sync()"
+_ASYNC_INSTEAD = "`await agentflow.run(...)` (or `await agentflow.runtime.executor.run_plan(...)`)"
+
+
+def run(
+    coro: Coroutine[Any, Any, T], *, name: str = _SYNC_NAME, instead: str = _ASYNC_INSTEAD
+) -> T:
     """``asyncio.run(coro)`` (a new stock event loop; same shutdown: pending tasks cancelled,
     async generators closed), with a :class:`DaemonThreadExecutor` as the default executor, so
     the end of the run never waits for an abandoned executor thread.
@@ -829,7 +836,9 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
     ``run_finished``); then :class:`agentflow.errors.Interrupted` is raised carrying that result
     (a second signal stops at once, ``result`` None).  Raises whatever ``coro`` raises;
     ``RuntimeError`` (``coro`` closed, never started) when this thread already runs an event
-    loop — async code must ``await agentflow.run(...)`` / ``run_plan(...)`` instead."""
+    loop (``asyncio.run(main())``, Jupyter, pytest-asyncio): its message names the caller
+    (``name``, the synchronous function) and what async code awaits ``instead`` (by default
+    ``await agentflow.run(...)`` / ``run_plan(...)``)."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -837,9 +846,9 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
     else:
         coro.close()  # no "coroutine was never awaited" warning on top of the error
         raise RuntimeError(
-            "agentflow.run_sync() / run_plan_sync() cannot be called while an event loop is "
-            "running in this thread; in async code use `await agentflow.run(...)` (or "
-            "`await agentflow.runtime.executor.run_plan(...)`) instead"
+            f"{name} cannot be called while an event loop is running in this thread (it runs "
+            f"its own: asyncio.run(), Jupyter and pytest-asyncio already run one); in async "
+            f"code use {instead} instead"
         )
 
     runner = asyncio.Runner()

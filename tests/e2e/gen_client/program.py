@@ -15,6 +15,9 @@ def main(examples: Path) -> Triage:
         workspace=examples / "workspace",
         replay=examples / "bug-triage.cassette.jsonl",
         config=examples / "flow.toml",
+        answers={},  # every option of agentflow.run is one of the function's
+        on_start=print,
+        shape_cache=False,
     )
     assert result.ok, result.error
     changes: list[ChangeResult] = result.output or []
