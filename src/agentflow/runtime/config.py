@@ -931,7 +931,8 @@ def load_config(
     if found := provider_key_problems(data, list(ProviderConfig.model_fields)):
         raise ConfigError("\n".join(f"{key_location(file, text, k)}: {m}" for k, m in found))
     try:
-        config = Config.model_validate({**data, "path": file})
+        # strict: TOML has types, so "5" is no integer and "yes" no boolean
+        config = Config.model_validate({**data, "path": file}, strict=True)
     except ValidationError as exc:
         raise ConfigError(format_validation(exc, file, text, Config)) from None
     config._env = env
