@@ -124,7 +124,7 @@ def test_flowc_check_and_flowc_run_report_a_flow_toml_alike(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: str
 ) -> None:
     """Each problem `flowc check` reports (message, line, column; a did-you-mean as its hint)
-    is the one `flowc run` stops on, in the same words (docs/reference/configuration.md
+    is an `error:` line of `flowc run`, in the same words (docs/reference/configuration.md
     "Errors")."""
     project = _project(tmp_path, config)
     monkeypatch.chdir(tmp_path)
@@ -137,6 +137,7 @@ def test_flowc_check_and_flowc_run_report_a_flow_toml_alike(
         expected.append(f"{project / 'flow.toml'}:{d['line']}:{d['column']}: {text}")
     ran = CliRunner().invoke(main, ["run", "project/a.flow"])
     assert ran.exit_code == 1, ran.output
-    printed = sorted(ran.stderr.removeprefix("error: ").splitlines())
+    assert all(line.startswith("error: ") for line in ran.stderr.splitlines()), ran.stderr
+    printed = sorted(line.removeprefix("error: ") for line in ran.stderr.splitlines())
     assert printed == sorted(expected), (printed, expected)
     assert not any(p in ran.stderr for p in ("Input should", "validation error", "pydantic"))
