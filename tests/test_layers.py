@@ -264,6 +264,7 @@ RUNTIME_RANKS: dict[str, tuple[str, int]] = {
     "run_index": ("helpers", 0),
     "config": ("config", 1),  # flow.toml
     "provider_options": ("config", 1),  # [providers.NAME] rules by kind, header ${VAR}s
+    "config_errors": ("config", 1),  # flow.toml's errors in its terms: places, messages
     "config_check": ("config", 1),  # flowc check of flow.toml: load errors as diagnostics
     "models": ("models", 2),
     "result": ("models", 2),  # RunResult and usage records (model usage and run results)

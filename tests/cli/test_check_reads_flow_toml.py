@@ -109,3 +109,35 @@ def test_what_depends_on_the_environment_is_left_to_the_run(
     res = CliRunner().invoke(main, ["check", "a.flow"])
     assert res.exit_code == 0 and res.stdout == "", res.output
     assert res.stderr == "1 file(s) checked: no problems\n"
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        '[models]\ndefault = "p:m"\n\n[providers.p]\nkind = "opnai"\ntimeout = "30s"\n',
+        '[providers.p]\nkind = "llama"\n\n[tools]\nmodules = "tools.py"\nisolaton = "thread"\n',
+        '[chat]\nmax_agent_iterations = "5"\n[durable]\nask_timeout = 30\n',
+        'policy = "none"\n',
+    ],
+)
+def test_flowc_check_and_flowc_run_report_a_flow_toml_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: str
+) -> None:
+    """Each problem `flowc check` reports (message, line, column; a did-you-mean as its hint)
+    is an `error:` line of `flowc run`, in the same words (docs/reference/configuration.md
+    "Errors")."""
+    project = _project(tmp_path, config)
+    monkeypatch.chdir(tmp_path)
+    checked = CliRunner().invoke(main, ["check", "--format", "json", "project/a.flow"])
+    assert checked.exit_code == 1, checked.output
+    expected = []
+    for d in json.loads(checked.stdout):
+        meant = d["hint"].split("`")[1] if d["hint"].startswith("did you mean") else None
+        text = d["message"] + (f"; did you mean '{meant}'?" if meant else "")
+        expected.append(f"{project / 'flow.toml'}:{d['line']}:{d['column']}: {text}")
+    ran = CliRunner().invoke(main, ["run", "project/a.flow"])
+    assert ran.exit_code == 1, ran.output
+    assert all(line.startswith("error: ") for line in ran.stderr.splitlines()), ran.stderr
+    printed = sorted(line.removeprefix("error: ") for line in ran.stderr.splitlines())
+    assert printed == sorted(expected), (printed, expected)
+    assert not any(p in ran.stderr for p in ("Input should", "validation error", "pydantic"))

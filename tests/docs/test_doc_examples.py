@@ -9,7 +9,9 @@
   (``flowc plan validate`` without a configuration: structure, templates, conditions).
   ```` ```yaml plan compiled-from=NAME.flow ```` shows what ``flowc compile NAME.flow`` prints for
   the ```` ```flow ```` block just before it, and must be exactly that.
-- A ```` ```toml flow.toml ```` block is a configuration and must load.
+- A ```` ```toml flow.toml ```` block is a configuration and must load; a ```` ```toml
+  flow.toml refused ```` block one that must not, with exactly the errors of the ```` ```text ````
+  block after it (the file named ``flow.toml``).
 - A ```` ```python runnable ```` block runs, from the repository root, in a fresh interpreter,
   with no model configured (its runs replay the shipped cassettes), and must exit 0.
 
@@ -31,7 +33,8 @@ from agentflow.compiler.api import check_source
 
 FLOW = all_fences("flow")
 PLANS = [f for f in all_fences("yaml") if "plan" in f.info[1:]]
-CONFIGS = [f for f in all_fences("toml") if "flow.toml" in f.info[1:]]
+CONFIGS = [f for f in all_fences("toml") if "flow.toml" in f.info[1:] and "refused" not in f.info]
+REFUSED = [f for f in all_fences("toml") if f.info[1:] == ("flow.toml", "refused")]
 SCRIPTS = [f for f in all_fences("python") if "runnable" in f.info[1:]]
 
 
@@ -106,6 +109,19 @@ def test_flow_toml_example_loads(example: Fence, tmp_path):
     path.write_text(example.text, encoding="utf-8")
     config = load_config(path, env={})
     assert config.path == path
+
+
+@pytest.mark.parametrize("example", REFUSED, ids=str)
+def test_refused_flow_toml_example_gives_the_errors_shown(example: Fence, tmp_path):
+    from agentflow.errors import ConfigError
+    from agentflow.runtime.config import load_config
+
+    shown = [f for f in all_fences("text") if f.file == example.file and f.line > example.line]
+    path = tmp_path / "flow.toml"
+    path.write_text(example.text, encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(path, env={})
+    assert str(info.value).replace(str(path), "flow.toml") + "\n" == shown[0].text, example
 
 
 @pytest.mark.parametrize("example", SCRIPTS, ids=str)

@@ -175,3 +175,31 @@ def test_a_flow_toml_that_does_not_load_is_shown_on_the_file_as_flowc_check_show
         codes_of(c, config.as_uri(), [])
     finally:
         c.close()
+
+
+def test_a_provider_kind_spelt_nearly_right_is_shown_on_flow_toml_with_its_did_you_mean(tmp_path):
+    """The language server shows a wrong value of flow.toml as `flowc check` does: in the
+    file's terms, at the key, the kind meant as the hint (docs/reference/configuration.md
+    "Errors")."""
+    flow = tmp_path / "main.flow"
+    flow.write_text(MAIN.replace('import { Ticket } from "./shared.flow"\n', ""), "utf-8")
+    config = tmp_path / "flow.toml"
+    bad = '[providers.p]\nkind = "opnai"\ntimeout = "30s"\n'
+    config.write_text(bad, encoding="utf-8")
+    c = LspClient([sys.executable, "-m", "agentflow", "lsp"])
+    c.initialize(options={"debounce_ms": 0, "watch_interval_ms": 20})
+    try:
+        c.open(flow.as_uri(), flow.read_text("utf-8"))
+        kind, timeout = codes_of(c, config.as_uri(), ["invalid-config", "invalid-config"])
+        assert kind["range"]["start"] == pos(bad, "kind")
+        assert kind["message"] == (
+            '[providers.p] kind: expected a provider kind; got the string "opnai"\n'
+            "hint: did you mean `openai`?"
+        )
+        assert timeout["range"]["start"] == pos(bad, "timeout")
+        assert timeout["message"].startswith(
+            "[providers.p] timeout: expected a number of seconds (more than 0), e.g. "
+            '`timeout = 120`; got the string "30s"\n'
+        )
+    finally:
+        c.close()

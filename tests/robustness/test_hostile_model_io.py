@@ -255,12 +255,12 @@ async def test_infinite_retry_after_waits_only_the_configured_cap(chat_server, t
         ('base_url = "ftp://x/v1"', "http:// or https://"),
         ('base_url = "http:///v1"', "has no host"),
         ('base_url = "http://exa mple.com/v1"', "space or control character"),
-        ("max_retries = -1", "greater than or equal to 0"),
-        ("max_retries = 99999999999999999999", "less than or equal to 20"),
-        ("backoff_base = -5.0", "greater than 0"),
-        ("timeout = -1", "greater than 0"),
-        ("timeout = inf", "finite"),
-        ("max_retry_after = nan", "finite"),
+        ("max_retries = -1", "expected an integer from 0 to 20"),
+        ("max_retries = 99999999999999999999", "from 0 to 20, e.g. `max_retries = 4`; got the"),
+        ("backoff_base = -5.0", "seconds (more than 0)"),
+        ("timeout = -1", "seconds (more than 0)"),
+        ("timeout = inf", "expected a finite number of seconds"),
+        ("max_retry_after = nan", "expected a finite number of seconds"),
     ],
 )
 def test_provider_values_validated_at_load_with_line_and_column(tmp_path, line, needle):
@@ -271,7 +271,7 @@ def test_provider_values_validated_at_load_with_line_and_column(tmp_path, line, 
     path.write_text(text_, encoding="utf-8")
     with pytest.raises(ConfigError) as info:
         load_config(path, env={})
-    assert str(info.value).startswith(f"{path}:5:3: providers.p.")
+    assert str(info.value).startswith(f"{path}:5:3: [providers.p] ")
     assert needle in str(info.value)
 
 
@@ -288,7 +288,7 @@ def test_run_with_bad_port_fails_at_config_load_no_traceback(tmp_path):
     flow = tmp_path / "ag.flow"
     flow.write_text(FLOW, encoding="utf-8")
     res = _invoke(["run", str(flow), "--config", str(tmp_path / "flow.toml")])
-    assert res.exit_code == 1 and "flow.toml:4:1: providers.p.base_url" in res.output
+    assert res.exit_code == 1 and "flow.toml:4:1: [providers.p] base_url" in res.output
 
 
 def test_unknown_key_error_has_a_column(tmp_path):

@@ -165,6 +165,7 @@ from agentflow.cli.common import (  # noqa: E402
     _telemetry_option,
     _trace_option,
     _workspace_option,
+    error_text,
     given_files,
     given_input,
 )
@@ -608,7 +609,7 @@ def run(
         _err(_render(e.diagnostics, e.sources, "text"))
         sys.exit(1)
     except FlowError as e:
-        _err(f"error: {e}")
+        _err(error_text(e))
         if isinstance(e, InputMismatch):
             _err(_input_hint(target, input_, reuse))
         sys.exit(1)
@@ -807,7 +808,7 @@ def tools_cmd(config: str | None, as_json: bool, no_connect: bool, as_extern: bo
     try:
         rows, errors = api.list_tools(config, connect=not no_connect)
     except FlowError as e:
-        _err(f"error: {e}")
+        _err(error_text(e))
         sys.exit(1)
     if as_extern:
         declarable = [
@@ -962,7 +963,7 @@ def serve_cmd(
             model=model,
         )
     except FlowError as e:
-        _err(f"error: {e}")
+        _err(error_text(e))
         sys.exit(1)
 
 

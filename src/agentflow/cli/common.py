@@ -20,7 +20,7 @@ from agentflow.core.redaction import redact, redact_data
 from agentflow.core.spans import Span
 from agentflow.core.text import choices_text, escape_surrogates, source_lines, visible
 from agentflow.core.vocabulary import Code
-from agentflow.errors import ErrorInfo, FlowError, PlanLoadError
+from agentflow.errors import ConfigError, ErrorInfo, FlowError, PlanLoadError
 
 
 class Styled(str):
@@ -71,8 +71,27 @@ def _fail(e: FlowError) -> NoReturn:
     if isinstance(e, PlanLoadError | api.CompileError):
         _err(_render(e.diagnostics, _with_sources(e.diagnostics, e.sources), "text"))
     else:
-        _err(f"error: {e}")
+        _err(error_text(e))
     sys.exit(1)
+
+
+def error_text(e: FlowError) -> str:
+    """``error: MESSAGE`` for a user error; for a configuration error, ``error: …`` for each of
+    its problems: a ``flow.toml`` that does not load names one problem per line at its
+    ``FILE:LINE:COL`` (as ``flowc check`` reports one ``invalid-config`` per problem,
+    docs/reference/configuration.md "Errors"), and each such line is an error line of its own;
+    other lines continue the one before."""
+    if not isinstance(e, ConfigError):
+        return f"error: {e}"
+    lines = str(e).splitlines() or [""]
+    place = re.match(r"(.+?):\d+(:\d+)?: ", lines[0])
+    file = place.group(1) if place else None
+    return "\n".join(
+        f"error: {line}"
+        if i == 0 or (file is not None and re.match(re.escape(file) + r":\d+(:\d+)?: ", line))
+        else line
+        for i, line in enumerate(lines)
+    )
 
 
 def _with_sources(diags: list[Diagnostic], sources: dict[str, str]) -> dict[str, str]:

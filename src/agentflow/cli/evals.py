@@ -21,6 +21,7 @@ from agentflow.cli.common import (
     _telemetry_option,
     _with_sources,
     _write_or_echo,
+    error_text,
     given_files,
 )
 from agentflow.core.redaction import redact, redact_data
@@ -179,7 +180,7 @@ def eval_cmd(
     except ConfigError as e:
         if "no model is configured" in str(e) and model is None and replay is None:
             # an eval is often tried before any model is set up: say how to run it offline
-            _err(f"error: {e}")
+            _err(error_text(e))
             _err("  = hint: `flowc eval FLOW --model test` runs it offline with made-up answers")
             sys.exit(1)
         _fail(e)

@@ -11,7 +11,7 @@ import click
 
 from agentflow import api
 from agentflow.cli import common as _common
-from agentflow.cli.common import _err, _fail, _render, _write_or_echo
+from agentflow.cli.common import _err, _fail, _render, _write_or_echo, error_text
 from agentflow.errors import FlowError, NotAPlan
 
 
@@ -44,7 +44,7 @@ def graph_cmd(file: str, fmt: str, trace: str | None, out: str | None) -> None:
         _err(_render(e.diagnostics, e.sources, "text"))
         sys.exit(1)
     except NotAPlan as e:  # a library of types: no plan to draw (programs.md "Libraries")
-        _err(f"error: {e}")
+        _err(error_text(e))
         sys.exit(2)
     except FlowError as e:
         _fail(e)

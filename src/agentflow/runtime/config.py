@@ -29,7 +29,7 @@ import sys
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -41,14 +41,13 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_core import ErrorDetails
 
 from agentflow.core.config_file import CONFIG_FILENAME as CONFIG_FILENAME  # the one rule
 from agentflow.core.config_file import find_config as find_config
-from agentflow.core.diagnostics import did_you_mean, suggested
 from agentflow.core.redaction import register_secret
 from agentflow.core.vocabulary import duration_ms
 from agentflow.errors import ConfigError
+from agentflow.runtime.config_errors import format_validation, key_location, strip_file
 from agentflow.runtime.provider_options import (
     AZURE_KINDS,
     ProviderKind,
@@ -932,9 +931,10 @@ def load_config(
     if found := provider_key_problems(data, list(ProviderConfig.model_fields)):
         raise ConfigError("\n".join(f"{key_location(file, text, k)}: {m}" for k, m in found))
     try:
-        config = Config.model_validate({**data, "path": file})
+        # strict: TOML has types, so "5" is no integer and "yes" no boolean
+        config = Config.model_validate({**data, "path": file}, strict=True)
     except ValidationError as exc:
-        raise ConfigError(_format_validation(exc, file, text)) from None
+        raise ConfigError(format_validation(exc, file, text, Config)) from None
     config._env = env
     for name, provider in config.providers.items():
         for loc, problem in provider_table_problems(provider):
@@ -1008,7 +1008,7 @@ def _check_references(config: Config, text: str) -> None:
                 config.resolve(ref)
             except ConfigError as exc:
                 where = key_location(file, text, ("models", role))
-                raise ConfigError(f"{where}: [models] {role}: {_strip_file(exc, file)}") from None
+                raise ConfigError(f"{where}: [models] {role}: {strip_file(exc, file)}") from None
     for server in config.mcp:
         if not _SERVER_NAME.match(server) or "__" in server or server in RESERVED_SERVER_NAMES:
             where = key_location(file, text, ("mcp", server))
@@ -1035,7 +1035,7 @@ def _check_references(config: Config, text: str) -> None:
             config.resolve(ref)
         except ConfigError as exc:
             raise ConfigError(
-                f"{key_location(file, text, loc)}: {label}: {_strip_file(exc, file)}"
+                f"{key_location(file, text, loc)}: {label}: {strip_file(exc, file)}"
             ) from None
     for team_name, team in config.teams.items():
         if team.members and team.main not in team.members:
@@ -1044,137 +1044,6 @@ def _check_references(config: Config, text: str) -> None:
                 f"{where}: [teams.{team_name}] main = '{team.main}' is not one of its members "
                 f"({', '.join(sorted(team.members))})"
             )
-
-
-def _strip_file(exc: ConfigError, file: str) -> str:
-    msg = str(exc)
-    prefix = f"{file}: "
-    return msg[len(prefix) :] if msg.startswith(prefix) else msg
-
-
-def _format_validation(exc: ValidationError, file: Path | None, text: str) -> str:
-    grouped: dict[tuple[str, ...], list[ErrorDetails]] = {}
-    for err in exc.errors():
-        # drop pydantic's union-member tags ("str", "list[str]") so one key gives one message
-        loc = tuple(str(p) for p in err["loc"] if not _UNION_TAG.fullmatch(str(p)))
-        grouped.setdefault(loc, []).append(err)
-    lines = []
-    for loc, errs in grouped.items():
-        where = key_location(file, text, loc)
-        dotted = ".".join(loc) or "(top level)"
-        first = errs[0]
-        if first["type"] == "extra_forbidden":
-            message = f"unknown key '{dotted}'"
-            keys = _keys_at(loc[:-1]) if loc else []
-            hint = did_you_mean(loc[-1], keys) if loc else None
-            if hint is not None:
-                message += f"; did you mean '{suggested(hint)}'?"
-            elif keys:  # no close match: the keys the table takes
-                table = f"[{'.'.join(loc[:-1])}]" if loc[:-1] else "the top level"
-                message += f"; {table} takes: {', '.join(sorted(keys))}"
-        elif first["type"] == "missing":
-            message = f"missing required key '{dotted}'"
-        else:
-            message = f"{dotted}: " + " or ".join(
-                dict.fromkeys(e["msg"].removeprefix("Value error, ") for e in errs)
-            )
-        lines.append(f"{where}: {message}")
-    return "\n".join(lines)
-
-
-def _keys_at(loc: tuple[str, ...]) -> list[str]:
-    """The keys the table at ``loc`` takes (``()``: the top level; a key of a ``[providers]``-like
-    table of tables is skipped over), for "did you mean"; empty when ``loc`` is no table."""
-    kind: Any = Config
-    for part in (*loc, None):
-        kind = next(
-            (
-                k
-                for k in (kind, *get_args(kind))
-                if (isinstance(k, type) and issubclass(k, BaseModel)) or get_origin(k) is dict
-            ),
-            None,
-        )
-        if kind is None:
-            return []
-        if part is None:
-            break
-        if get_origin(kind) is dict:
-            kind = get_args(kind)[1]
-        else:
-            field = kind.model_fields.get(part)
-            if field is None:
-                return []
-            kind = field.annotation
-    if get_origin(kind) is dict:
-        return []
-    return [f.alias or name for name, f in kind.model_fields.items() if name != "path"]
-
-
-_UNION_TAG = re.compile(r"(str|int|float|bool|list\[.*\]|dict\[.*\])")
-
-
-_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
-_KEY = re.compile(r"^\s*([A-Za-z0-9_\-\"'.]+)\s*=")
-
-
-def _line_of(text: str, loc: tuple[str, ...]) -> int:
-    """Best-effort 1-based line of the TOML key at ``loc`` (0 when not found); see :func:`_pos_of`."""
-    return _pos_of(text, loc)[0]
-
-
-def key_location(file: Any, text: str, loc: tuple[str, ...]) -> str:
-    """``file:line:col`` of the key at ``loc`` (``file:line`` / ``file`` when less is known)."""
-    line, col = _pos_of(text, loc)
-    if not line:
-        return f"{file}"
-    return f"{file}:{line}:{col}" if col else f"{file}:{line}"
-
-
-def _pos_of(text: str, loc: tuple[str, ...]) -> tuple[int, int]:
-    """Best-effort 1-based ``(line, column)`` of the TOML key at ``loc`` (``(0, 0)`` when not found).
-
-    Finds the longest table header that is a prefix of ``loc`` and then the first remaining key
-    after it (handles dotted keys and inline tables approximately). The column is where the key
-    starts on its line; for a table header, where the header's name starts (after ``[``).
-    """
-    if not text:
-        return 0, 0
-    lines = text.splitlines()
-    best_line, best_col, best_len = 0, 0, -1
-    current: tuple[str, ...] = ()
-    candidates: list[tuple[int, int, int]] = []
-    for index, raw in enumerate(lines, start=1):
-        header = _HEADER.match(raw)
-        if header:
-            current = tuple(_unquote(p) for p in header.group(1).split("."))
-            # the table itself, one around it, or (``[providrs.x]`` for ``providrs``) one in it
-            depth = min(len(current), len(loc))
-            if loc[:depth] == current[:depth] and depth > best_len:
-                best_line, best_col, best_len = index, header.start(1) + 1, depth
-            continue
-        key = _KEY.match(raw)
-        if key and loc[: len(current)] == current:
-            keypath = current + tuple(_unquote(p) for p in key.group(1).split("."))
-            common = 0
-            for a, b in zip(keypath, loc, strict=False):
-                if a != b:
-                    break
-                common += 1
-            if common > len(current):
-                candidates.append((common, index, key.start(1) + 1))
-    if candidates:
-        common, index, col = max(candidates, key=lambda c: (c[0], -c[1]))
-        if common > best_len:
-            return index, col
-    return (best_line, best_col) if best_line else (0, 0)
-
-
-def _unquote(part: str) -> str:
-    part = part.strip()
-    if len(part) >= 2 and part[0] == part[-1] and part[0] in "\"'":
-        return part[1:-1]
-    return part
 
 
 #: What an API key may hold: visible ASCII only (it travels in an HTTP header).

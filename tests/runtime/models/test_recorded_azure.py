@@ -290,7 +290,7 @@ def _load(tmp_path, table: str, env: dict | None = None):
             9,
             "give one credential",
         ),
-        ('kind = "azure-openai"\nazure_api = "classic"\n', 8, "'v1' or 'deployments'"),
+        ('kind = "azure-openai"\nazure_api = "classic"\n', 8, '"v1" or "deployments"'),
     ],
 )
 def test_azure_keys_are_checked_at_their_line(tmp_path, table, line, expected):

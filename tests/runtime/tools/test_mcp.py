@@ -154,17 +154,17 @@ def test_config_errors_name_the_line(tmp_path):
     bad = '[models]\ndefault = "openai:x"\n\n[mcp.linear]\ncommand = "npx"\nurl = "http://x"\n'
     with pytest.raises(ConfigError) as info:
         load_config(write_config(tmp_path, bad), env={})
-    assert str(info.value).startswith(f"{tmp_path / 'flow.toml'}:4:2: mcp.linear: ")
+    assert str(info.value).startswith(f"{tmp_path / 'flow.toml'}:4:2: [mcp.linear]: ")
     assert "exactly one of `command`" in str(info.value)
     with pytest.raises(ConfigError) as info:
         load_config(write_config(tmp_path, '\n[mcp.a__b]\ncommand = "x"\n'), env={})
     assert ":2:2: [mcp.a__b]: invalid server name" in str(info.value)
     with pytest.raises(ConfigError) as info:
         load_config(write_config(tmp_path, '[mcp.x]\nurl = "http://h"\nargs = ["a"]\n'), env={})
-    assert ":1:2: mcp.x: `args`, `env` and `cwd` apply to stdio servers" in str(info.value)
+    assert ":1:2: [mcp.x]: `args`, `env` and `cwd` apply to stdio servers" in str(info.value)
     with pytest.raises(ConfigError) as info:
         load_config(write_config(tmp_path, '[mcp.x]\ncommand = "c"\ntimeout = 0\n'), env={})
-    assert ":3:1: mcp.x.timeout:" in str(info.value)
+    assert ":3:1: [mcp.x] timeout: expected a number of seconds (more than 0)" in str(info.value)
     cfg = load_config(
         write_config(tmp_path, '[mcp.web]\nurl = "https://h/mcp"\nheaders = { A = "b" }\n'), env={}
     )

@@ -22,7 +22,8 @@ from agentflow.errors import PlanLoadError, RunError
 from agentflow.ir.loader import check_plan_cycles
 from agentflow.ir.resolve import check_arguments, resolve_tools
 from agentflow.ir.validate import CONTROL_STEPS, walk_steps
-from agentflow.runtime.config import Config, key_location
+from agentflow.runtime.config import Config
+from agentflow.runtime.config_errors import key_location
 from agentflow.runtime.tools.builtin import builtin_tools
 from agentflow.runtime.tools.catalog import Catalog
 from agentflow.runtime.tools.isolation import ProcessPool
