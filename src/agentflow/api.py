@@ -39,6 +39,7 @@ from agentflow._lazy import lazy_exports
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name loads on first use
     from agentflow.api_check import (
+        BUILTIN_SCHEMA_TYPES,
         FormatError,
         agent_profile_warnings,
         check_source,
@@ -233,6 +234,7 @@ __all__ = [
     "telemetry_settings",
     "terminal_hooks",
     "type_schema",
+    "BUILTIN_SCHEMA_TYPES",
     "work",
     "worst_case_cost",
     "check_plan",
@@ -327,6 +329,7 @@ _EXPORTS: dict[str, str] = {
     "telemetry_settings": "agentflow.api_run",
     "terminal_hooks": "agentflow.api_run",
     "type_schema": "agentflow.api_check",
+    "BUILTIN_SCHEMA_TYPES": "agentflow.api_check",
     "work": "agentflow.api_run",
     "worst_case_cost": "agentflow.api_compile",
     "check_plan": "agentflow.api_commands",

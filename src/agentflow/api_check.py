@@ -20,6 +20,7 @@ from agentflow.compiler import project as _project
 from agentflow.compiler import render as _render
 from agentflow.compiler import types as T
 from agentflow.compiler.api import check_source, read_source
+from agentflow.compiler.check_errors import ERROR_OBJECT, ERROR_PLACE
 from agentflow.compiler.checker import CheckResult
 from agentflow.compiler.contracts import contract_for, extern_declaration
 from agentflow.compiler.fmt import FormatError, format_file, format_source
@@ -148,14 +149,25 @@ def config_file(near: str | os.PathLike[str] | None = None) -> Path | None:
     return find_config(near)
 
 
+#: the built-in type names ``flowc schema`` gives the schema of (their values' JSON form)
+BUILTIN_SCHEMA_TYPES: dict[str, T.Type] = {
+    "Verdict": T.VERDICT,
+    "Error": ERROR_OBJECT,
+    "ErrorPlace": ERROR_PLACE,
+}
+
+
 def type_schema(result: CheckResult, type_name: str | None) -> dict[str, Any]:
     """The JSON Schema (2020-12) contract of type ``type_name`` declared in the checked program
     ``result`` (``flowc schema``; docs/reference/types.md), or with None the schema its input is
-    validated against.  Raises :class:`agentflow.errors.ContractError` for a type with no JSON
-    form (an ``extern type``, or a program with errors); the caller checks that the name is
-    declared (``result.env.names()``)."""
+    validated against: a value's JSON form, as ``flowc gen python`` models it (``Verdict``
+    too).  Raises :class:`agentflow.errors.ContractError` for a type with no JSON form (an
+    ``extern type``, or a program with errors), saying why; the caller checks that the name is
+    declared (``result.env.names()``) or built in (:data:`BUILTIN_SCHEMA_TYPES`)."""
     target: T.Type = result.input_type if type_name is None else T.NamedRef(type_name)
-    return contract_for(target, result.env)
+    if type_name is not None and type_name not in result.env.names():
+        target = BUILTIN_SCHEMA_TYPES.get(type_name, target)
+    return contract_for(target, result.env, values=True)
 
 
 def format_flow_file(path: str | os.PathLike[str], *, check: bool = False) -> bool:

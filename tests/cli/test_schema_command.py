@@ -67,3 +67,35 @@ def test_schema_input_of_a_flow_with_errors_reports_them(tmp_path):
     res = CliRunner().invoke(main, ["schema", str(flow), "--input"])
     assert res.exit_code == 1
     assert "unknown-type" in res.stderr
+
+
+RELEASE = """\
+type Finding { file: path }
+type Decision { ship: bool, checks: Verdict, blockers: Finding[] }
+extern type Handle
+type Box { h: Handle, n: int }
+stage s -> int { return 1 }
+"""
+
+
+def test_schema_of_a_type_holding_a_verdict_and_of_the_builtin_types(tmp_path):
+    flow = tmp_path / "rel.flow"
+    flow.write_text(RELEASE, encoding="utf-8")
+    res = CliRunner().invoke(main, ["schema", str(flow), "Decision"])
+    assert res.exit_code == 0, res.output
+    printed = json.loads(res.stdout)
+    assert printed["properties"]["checks"] == {"$ref": "#/$defs/Verdict"}
+    assert printed["$defs"]["Verdict"]["required"] == ["passed", "failures"]
+    for builtin in ("Verdict", "Error", "ErrorPlace"):
+        res = CliRunner().invoke(main, ["schema", str(flow), builtin])
+        assert res.exit_code == 0, res.output
+        assert json.loads(res.stdout)["$ref"] == f"#/$defs/{builtin}"
+
+
+def test_schema_of_a_type_with_no_json_form_says_why_and_where(tmp_path):
+    flow = tmp_path / "rel.flow"
+    flow.write_text(RELEASE, encoding="utf-8")
+    res = CliRunner().invoke(main, ["schema", str(flow), "Box"])
+    assert res.exit_code == 1
+    assert "field `Box.h`: `Handle` is an extern type (`extern type Handle`)" in res.stderr
+    assert "no JSON form" in res.stderr

@@ -246,6 +246,22 @@ def test_triple_strings_and_block_comments_verbatim():
     assert format_source(out) == out
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "type T { a: int /* inline */, b: text }\n",
+        "type U {\n  a: int /* c1 */,\n  b: text\n}\n",
+        "stage t -> int {\n  return max([1 /* one */, 2])\n}\n",
+        "stage u -> int {\n  return max(/* xs */ [1, 2] /* end */)\n}\n",
+    ],
+)
+def test_an_inline_block_comment_stays_against_the_comma_or_bracket_it_was_written_by(text):
+    assert format_source(text) == text
+    assert format_source("type T { a: int /* inline */ , b: text }\n") == (
+        "type T { a: int /* inline */, b: text }\n"
+    )
+
+
 def test_trailing_comments_align_in_runs():
     text = "type A {\n  a: int // one\n  long_name: text // two\n\n  c: int // three\n}\n"
     assert format_source(text) == (

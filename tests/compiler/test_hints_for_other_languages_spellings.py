@@ -57,6 +57,40 @@ def test_a_for_loop_is_reported_at_its_word_with_the_ways_to_iterate():
     assert hint is not None and "`map xs as x { … }`" in hint
 
 
+@pytest.mark.parametrize(
+    ("body", "word"),
+    [
+        ("return for x in [1, 2] {\n    x\n  }", "for"),
+        ("let ys = for x in input.xs { x }", "for"),
+        ("let ys = for x in input.xs {\n    x\n  }", "for"),
+        ("while true {\n    let y = 1\n  }", "while"),
+    ],
+)
+def test_a_for_or_while_after_return_or_let_or_over_lines_is_reported_at_its_word(body, word):
+    code, message, hint, under = _one(body)
+    assert (code, message, under) == ("syntax-error", f"there is no `{word}` loop in `.flow`", word)
+    assert hint is not None and "`map xs as x { … }`" in hint
+
+
+@pytest.mark.parametrize(
+    ("written", "meant"),
+    [
+        ("None", "null"),
+        ("nil", "null"),
+        ("undefined", "null"),
+        ("NULL", "null"),
+        ("True", "true"),
+        ("TRUE", "true"),
+        ("False", "false"),
+    ],
+)
+def test_a_literal_of_another_language_hints_the_flow_literal(written, meant):
+    src = HEAD + f"stage s -> bool? {{\n  return {written}\n}}\n"
+    diags = check_source(src, "t.flow").diagnostics
+    assert [(d.code, d.message) for d in diags] == [("unknown-name", f"unknown name `{written}`")]
+    assert diags[0].hint == f"`.flow` writes this value `{meant}` (not `{written}`)"
+
+
 def test_an_f_string_hints_interpolation_and_nothing_after_it_is_unreachable():
     src = HEAD + 'stage s -> text {\n  return f"hello {input.name}"\n}\n'
     diags = check_source(src, "t.flow").diagnostics

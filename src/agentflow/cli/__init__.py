@@ -410,7 +410,11 @@ def schema(file: str, type_name: str | None, show_input: bool) -> None:
     if own:
         _err(_render(own, {file: api.read_source(file)}, "text"))
         sys.exit(1)
-    if not show_input and type_name not in result.env.names():
+    if (
+        not show_input
+        and type_name not in result.env.names()
+        and type_name not in api.BUILTIN_SCHEMA_TYPES
+    ):
         assert type_name is not None  # given when --input is not (checked above)
         declared = sorted(result.env.names())
         hint = did_you_mean(type_name, declared)

@@ -43,6 +43,16 @@ from agentflow.grammar import ast
 from agentflow.grammar.syntax_errors import OPERATOR_HINTS
 
 #: keywords that start a statement or an expression (the hint of a misspelt one read as a name)
+#: the literals of other languages (any case) → `.flow`'s: `None`, `nil`, `TRUE`, `False`
+_FOREIGN_LITERALS = {
+    "none": "null",
+    "nil": "null",
+    "null": "null",
+    "undefined": "null",
+    "true": "true",
+    "false": "false",
+}
+
 _EXPRESSION_KEYWORDS = [
     *STATEMENT_WORDS,
     *(w for w in EXPRESSION_WORDS if w not in ("and", "or", "in")),
@@ -299,7 +309,12 @@ class StatementChecks(CheckerShared):
             return ERROR
         if e.name in self.error_names:
             return ERROR
-        hint = suggest(e.name, self.visible_names())
+        literal = _FOREIGN_LITERALS.get(e.name.lower())
+        hint = (
+            f"`.flow` writes this value `{literal}` (not `{e.name}`)"
+            if literal is not None
+            else suggest(e.name, self.visible_names())
+        )
         if hint is None and e.name not in OPERATOR_HINTS:  # (`matches` is not `match`)
             # `paralel map …`, `retrun x`: a misspelt keyword reads as a name
             hint = did_you_mean(e.name, _EXPRESSION_KEYWORDS)

@@ -34,9 +34,11 @@ _BUILTIN_OBJECTS = frozenset({vocabulary.ERROR_TYPE, vocabulary.ERROR_PLACE_TYPE
 
 
 class _Builder:
-    def __init__(self, env: T.TypeEnv, root_name: str | None):
+    def __init__(self, env: T.TypeEnv, root_name: str | None, *, values: bool = False):
         self.env = env
         self.root_name = root_name
+        #: a value's JSON form (``flowc schema``): ``Verdict`` is its ``{passed, failures}``
+        self.values = values
         self.defs: dict[str, dict[str, Any]] = {}
         self._building: set[str] = set()
 
@@ -69,8 +71,17 @@ class _Builder:
             return {"type": "object", "additionalProperties": self.schema(t.value)}
         if isinstance(t, T.NeverType):
             return {"not": {}}
-        if isinstance(t, (T.VerdictType, T.ExternType)):
-            raise ContractError(f"`{t}` is not schema-generatable")
+        if isinstance(t, T.VerdictType):
+            if not self.values:
+                raise ContractError(
+                    "`Verdict` is not schema-generatable: it is the value of `verify`, never "
+                    "asked of an agent or given as input"
+                )
+            if "Verdict" not in self.defs:
+                self.defs["Verdict"] = self.object(T.VERDICT_OBJECT)
+            return {"$ref": "#/$defs/Verdict"}
+        if isinstance(t, T.ExternType):
+            raise ContractError(_extern_reason(t.name))
         if isinstance(t, T.ErrorType):
             raise ContractError("a type with errors has no contract")
         raise ContractError(f"`{t}` has no JSON Schema")
@@ -116,7 +127,7 @@ class _Builder:
             finally:
                 self._building.discard(name)
         if name in self.env.externs:
-            raise ContractError(f"`{name}` is an extern type and is not schema-generatable")
+            raise ContractError(_extern_reason(name))
         obj = self.env.objects.get(name)
         if obj is None:
             raise ContractError(f"unknown type `{name}`")
@@ -134,7 +145,11 @@ class _Builder:
         props: dict[str, Any] = {}
         required: list[str] = []
         for fname, f in t.fields.items():
-            s = self.schema(f.type)
+            try:
+                s = self.schema(f.type)
+            except ContractError as e:  # say where: `Decision.checks: `Verdict` is not …`
+                where = f"{t.name}." if t.name else ""
+                raise ContractError(f"field `{where}{fname}`: {e}") from None
             s = _with_constraints(s, f, self.env)
             if f.doc:
                 s = {"description": f.doc, **s}
@@ -208,15 +223,25 @@ def _apply(
     return out
 
 
-def contract_for(t: T.Type, env: T.TypeEnv) -> dict[str, Any]:
+def _extern_reason(name: str) -> str:
+    """Why the extern type ``name`` has no schema."""
+    return (
+        f"`{name}` is an extern type (`extern type {name}`): opaque, only its tools make and "
+        "read its values, so it has no JSON form and is not schema-generatable"
+    )
+
+
+def contract_for(t: T.Type, env: T.TypeEnv, *, values: bool = False) -> dict[str, Any]:
     """Return the JSON Schema (2020-12) of type ``t``.
 
     A named object type becomes the root schema, other named types go under ``$defs``.
     Raises :class:`ContractError` for types that are not schema-generatable
-    (docs/spec/LANGUAGE.md §3).
+    (docs/spec/LANGUAGE.md §3), its message saying why and where (``field `D.x`: …``).  With
+    ``values`` (``flowc schema``: the JSON form of a value, as ``flowc gen python`` models it)
+    ``Verdict`` is its ``{passed, failures}`` object under ``$defs``.
     """
     root_name = _root_object_name(t, env)
-    b = _Builder(env, root_name)
+    b = _Builder(env, root_name, values=values)
     if root_name is not None:
         schema = b.object(env.objects[root_name])
     else:

@@ -215,6 +215,10 @@ class _Layout:
         pt, ct = p.text, c.text
         if c.kind in ("comment", "doc"):
             return " "
+        if p.kind == "block" and ct in (",", ")", "]", ";"):
+            return ""  # `a: int /* inline */, b`: the comment stays against what it precedes
+        if c.kind == "block" and pt in ("(", "["):
+            return ""
         if p.kind == "block" or c.kind == "block":
             return " "
         if pt in ("(", "[") or ct in (")", "]", ",", ":", "."):

@@ -283,7 +283,7 @@ def _syntax_hint(
             f"name the round and the state: `loop up to {n} as round, s = start {{ … }} until …` "
             "(the body's value is the next state)"
         )
-    loop = _loop_word(sc, tok)
+    loop = _loop_word(sc, tok, values)
     if loop is not None:
         # `for x in xs { … }`, `while c { … }`: the braces were read as an object
         return _loop_hint(loop[0])
@@ -504,6 +504,11 @@ def _lowest_precedence_caught(sc: Scanner, tok: Any) -> str | None:
 
 #: loop keywords of other languages (`.flow` iterates with map, filter, reduce and `loop up to`)
 _LOOP_WORDS = ("for", "foreach", "while")
+#: a loop word that begins a line's statement or an expression on it (``for x in xs {``,
+#: ``return for x in xs {``, ``let ys = while c {``)
+_LOOP_HEAD = re.compile(
+    r"(?:\s*|.*?(?:\breturn|\bthen|\belse|[=(\[,:])\s*)\b(" + "|".join(_LOOP_WORDS) + r")\s"
+)
 
 
 #: how `.flow` iterates, the hint of a loop of another language
@@ -611,28 +616,41 @@ def _loop_hint(word: str) -> str:
     return f"there is no `{word}` loop: {_LOOP_WAYS}"
 
 
-def _loop_word(sc: Scanner, tok: Any = None) -> tuple[str, Span] | None:
+def _loop_word(
+    sc: Scanner, tok: Any = None, values: list[Any] | None = None
+) -> tuple[str, Span] | None:
     """``(for, its span)`` (``while``, …) when the innermost open bracket is a ``{`` on a line
-    that starts with that word: ``for x in xs {`` parsed as expressions and an object literal
+    whose statement or an expression on it starts with that word (``return for x in xs {``): ``for x in xs {`` parsed as expressions and an object literal
     (the parse fails inside the braces, often lines below the ``for``) — or, when the parse
-    stopped at the ``}`` closing that ``{`` (``for x in xs { x }``), ``tok``'s line."""
+    stopped at the ``}`` closing that ``{`` (``for x in xs { x }``), ``tok``'s line, or that of
+    the ``{`` it closes (the last one on the driver's value stack ``values``)."""
     opener = sc.stack[-1] if sc.stack else None
     if getattr(tok, "type", None) == "RBRACE":
         found = _loop_word(sc, None) if opener is not None and opener.value == "{" else None
         if found is not None:
             return found
+        opened = [v for v in values or () if isinstance(v, Tok) and v.type == "LBRACE"]
+        if opened:
+            found = _loop_word_at(sc, opened[-1])
+            if found is not None:
+                return found
         opener = tok
+    return _loop_word_at(sc, opener)
+
+
+def _loop_word_at(sc: Scanner, opener: Any) -> tuple[str, Span] | None:
+    """:func:`_loop_word` of the bracket ``opener`` (a ``{``, or the ``}`` on a loop's line)."""
     if opener is None or opener.value not in ("{", "}"):
         return None
     k = opener.start - sc.ob
     if not 0 <= k <= len(sc.text):
         return None
     line = sc.text[sc.text.rfind("\n", 0, k) + 1 : k]
-    head = line.split(None, 1)
-    if not head or head[0] not in _LOOP_WORDS:
+    head = _LOOP_HEAD.match(line)
+    if head is None:
         return None
-    word = head[0]
-    back = len(line) - (len(line) - len(line.lstrip()))  # from the word's start to the `{`
+    word = head.group(1)
+    back = len(line) - head.start(1)  # from the word's start to the `{`
     start, column = opener.start - back, opener.column - back
     return word, Span(
         opener.file, opener.line, column, opener.line, column + len(word), start, start + len(word)
@@ -750,7 +768,7 @@ def unexpected(
                 (f"the parser stopped here: {msg}", tok.span),
             ],
         )
-    loop = _loop_word(sc, tok)
+    loop = _loop_word(sc, tok, values)
     if loop is not None and hint == _loop_hint(loop[0]):
         # the mistake is the loop, not the token the parse stopped at inside its braces
         return SynErr(

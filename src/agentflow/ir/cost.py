@@ -312,16 +312,43 @@ def _most(*bounds: int | str | None) -> int | str | None:
     return max(b for b in bounds if isinstance(b, int))
 
 
-def _take_bound(n: ast.Expr, scope: _Scope) -> int | str | None:
-    """The bound of the count of ``take(xs, n)`` that is not a literal: an ``input.F`` of the
-    flow is at most its ``@range`` maximum (the input schema's ``maximum``), else it is
-    ``input.F`` itself (a :class:`_Bound`); None for another expression."""
+def _count_max(n: ast.Expr, scope: _Scope, depth: int = 0) -> int | str | None:
+    """The most a count can be — ``take(xs, n)``'s, a ``loop``'s ``up to n``, ``range(a, b)``'s
+    length — one bound-finding for every count: an int literal; an ``input.F`` of the flow at
+    most its ``@range`` maximum (the input schema's ``maximum``), else ``input.F`` itself (a
+    :class:`_Bound`); a sub-plan's ``input.env.X`` / ``input.X`` as the caller's value;
+    ``len(xs)`` as :func:`_max_len`; ``a + b``, ``a * b`` of two known numbers. None for
+    another expression."""
+    if depth > _BOUND_DEPTH:
+        return None
+    if isinstance(n, ast.NumberLit):
+        return (
+            max(n.value, 0) if isinstance(n.value, int) and not isinstance(n.value, bool) else None
+        )
+    if isinstance(n, ast.FuncCall) and n.name == "len" and len(n.args) == 1:
+        return _max_len(n.args[0], [], scope, depth + 1)
+    if isinstance(n, ast.Binary) and n.op in ("+", "*"):
+        left, right = _count_max(n.left, scope, depth + 1), _count_max(n.right, scope, depth + 1)
+        if isinstance(left, int) and isinstance(right, int):
+            return left + right if n.op == "+" else left * right
+        return None
     path: list[str] = []
     while isinstance(n, ast.Member):
         path.insert(0, n.name)
         n = n.obj
-    if not (isinstance(n, ast.Name) and n.name == "input" and path and scope.env is None):
+    if not (isinstance(n, ast.Name) and n.name == "input" and path):
         return None
+    if scope.env is not None:  # a sub-plan flowc outlined: its input is the caller's value
+        if len(path) == 2 and path[0] == "env" and path[1] in scope.env:
+            value, outer = scope.env[path[1]]
+        elif len(path) == 1 and path[0] in scope.args:
+            value, outer = scope.args[path[0]]
+        else:
+            return None
+        if isinstance(value, int) and not isinstance(value, bool):
+            return max(value, 0)
+        target = _template_node(value)
+        return _count_max(target, outer, depth + 1) if target is not None else None
     schema: Any = scope.plan.input_schema
     for key in path:
         props = schema.get("properties") if isinstance(schema, dict) else None
@@ -359,13 +386,24 @@ def _max_len(node: ast.Expr, path: list[str], scope: _Scope, depth: int = 0) -> 
                 if isinstance(inner, int):
                     return min(n.value, inner)
                 return max(n.value, 0)
-            bound = _take_bound(n, scope)
+            bound = _count_max(n, scope, depth + 1)
             if bound is not None:
                 if isinstance(inner, int) and isinstance(bound, int):
                     return min(bound, inner)
                 return inner if isinstance(inner, int) else bound
         if node.name in ("sort", "sort_by", "reverse", "unique", "distinct", "drop"):
             return inner
+        if node.name == "range" and len(node.args) in (1, 2):
+            # `range(n)`, `range(a, b)`: at most `b - a` (`b` for a start that may be below 0)
+            high = _count_max(node.args[-1], scope, depth + 1)
+            low = node.args[0] if len(node.args) == 2 else None
+            if low is None:
+                return high
+            if not isinstance(low, ast.NumberLit) or not isinstance(low.value, int):
+                return None
+            if isinstance(high, int):
+                return max(high - low.value, 0)
+            return high if low.value >= 0 else None
         return None
     if isinstance(node, ast.Name):
         if node.name == "input":
@@ -446,10 +484,20 @@ def _step_by_id(plan: Plan, step_id: str) -> Step | None:
     return None
 
 
-def _bound(value: Any, where: str, plan: Plan | None = None) -> dict[Monomial, int]:
-    """A ``loop``'s ``up_to``: a number, else the expression of its template (``input.rounds``)."""
+def _bound(
+    value: Any, where: str, plan: Plan | None = None, scope: _Scope | None = None
+) -> dict[Monomial, int]:
+    """A ``loop``'s ``up_to``: a number; else its most (:func:`_count_max`, as ``take``'s
+    count: an input's ``@range`` maximum, ``len`` of a bounded list); else the expression of
+    its template (``input.rounds``)."""
     if isinstance(value, int) and not isinstance(value, bool):
         return const(value)
+    node = _template_node(value) if scope is not None else None
+    most = _count_max(node, scope) if node is not None and scope is not None else None
+    if isinstance(most, int):
+        return const(most)
+    if isinstance(most, str):
+        return symbol(most)
     if isinstance(value, str):
         m = _TEMPLATE.match(value.strip())
         return symbol(_shown(m.group(1) if m else value, plan))
@@ -669,7 +717,7 @@ class _Walker:
                 per_round = self.step(body, f"{path}/round", plan)
             finally:
                 self.owners.pop()
-            bound = _bound(inp.get("up_to"), path, plan)
+            bound = _bound(inp.get("up_to"), path, plan, self.scope)
             # a round's figure in the round's names; the loop's, out of it, in the caller's
             cost = self.leave(per_round, path, "per round").times(bound)
             self.loops.append(

@@ -13,7 +13,8 @@ error messages turn them back:
 - :func:`body_names` — the renames a control step's ``meta.names`` records for its bodies
   (``{"item": "t", "accumulator": "acc"}``, written by the compiler);
 - :func:`in_source_terms` — an expression's text with those names put back, string literals
-  left alone (their ``${…}`` parts renamed) and member names (``x.item``) never touched.
+  left alone (their ``${…}`` parts renamed), member names (``x.item``), object keys and named
+  arguments (``{item: x}``, ``f(round: 1)``) never touched.
 
 A hand-written plan has no ``meta.names`` and its step ids are its own names: it is shown as
 written.
@@ -131,7 +132,9 @@ def in_source_terms(
     ``item`` → ``t``); ``input.env.X`` becomes ``X`` and, given ``outer`` (an outlined body's
     expression: the names of the control step that calls it), ``input.item`` becomes
     ``outer["item"]`` (``item`` when unnamed).  A member
-    name (``x.item``) is never renamed; inside string literals only the ``${…}`` parts are.
+    name (``x.item``), an object key or a named argument (``{item: x}``: an identifier after
+    ``{``, ``(`` or ``,`` and before ``:``) is never renamed; inside string literals only the
+    ``${…}`` parts are.
     Never raises: text that is not an expression is renamed where it reads like one."""
     if not names and "input.env." not in text and outer is None:
         return text
@@ -179,7 +182,13 @@ def in_source_terms(
             while j < n and _ident_char(text[j]):
                 j += 1
             word = text[i:j]
-            member = _previous_char(text, i) == "."
+            before = _previous_char(text, i)
+            member = before == "."
+            if before in ("{", "(", ",") and _next_char(text, j) == ":":
+                # an object key or a named argument (`{item: x}`, `f(round: 1)`): written as is
+                out.append(word)
+                i = j
+                continue
             if not member and word == "input" and text.startswith(".env.", j):
                 i = j + len(".env.")
                 continue
@@ -200,10 +209,17 @@ def in_source_terms(
     return "".join(out)
 
 
+def _next_char(text: str, j: int) -> str:
+    """The character at or after ``text[j]``, spaces skipped (``item :``)."""
+    while j < len(text) and text[j].isspace():
+        j += 1
+    return text[j] if j < len(text) else ""
+
+
 def _previous_char(text: str, i: int) -> str:
     """The character before ``text[i]``, spaces skipped (``x . item``)."""
     j = i - 1
-    while j >= 0 and text[j] == " ":
+    while j >= 0 and text[j].isspace():
         j -= 1
     return text[j] if j >= 0 else ""
 

@@ -162,6 +162,8 @@ __all__ = [
 #: Control-step name → handler (docs/spec/PLAN_IR.md §5).
 CONTROL: dict[str, ControlHandler] = {**HANDLERS, "agent": run_agent_step}
 
+#: a durable step's ``step_finished`` data key: fill in its ``usage`` when the event goes out
+_USAGE_WHEN_SENT = "_usage_when_sent"
 #: Events that name their step themselves (``Executor.run_step``).
 _STEP_EVENTS = frozenset({"step_started", "step_finished", "run_started", "run_finished"})
 
@@ -366,9 +368,18 @@ class Executor:
         if not self.effects.durable:
             return self.bus.emit(kind, path, stack, **data)
         # a durable run's events wait for the records of the work before them (Effects.deliver)
+        later = bool(data.pop(_USAGE_WHEN_SENT, False))
         event = Event(kind=kind, path=path, stack=list(stack), data=data, replayed=replayed)
-        bus = self.bus
-        self.effects.deliver(lambda: bus.publish(event))
+        bus, counted = self.bus, self.step_usage
+
+        def publish() -> None:
+            if later and counted is not None:  # its model calls went out before it: counted
+                usage = counted.total(path)
+                if usage:
+                    data["usage"] = usage
+            bus.publish(event)
+
+        self.effects.deliver(publish)
         return None if replayed else event
 
     def place_of(self, path: str) -> Place | None:
@@ -704,7 +715,12 @@ class Executor:
                 )
             raise
         if not quiet:
-            usage = self.step_usage.total(path) if self.step_usage is not None else None
+            # a durable run's events wait for their records (Effects.deliver), the model calls
+            # of this step too: its usage is read when its `step_finished` goes out (emit)
+            durable = self.effects.durable
+            usage = (
+                self.step_usage.total(path) if self.step_usage is not None and not durable else None
+            )
             shown: dict[str, Any] = {}
             if info.handler is not None:  # a control step's value: whole, or a preview
                 shown["result"], cut = event_value(result)
@@ -715,6 +731,8 @@ class Executor:
             shown["elapsed_ms"] = elapsed_ms(started)
             if usage:
                 shown["usage"] = usage  # per-step model usage (issue #5)
+            elif durable and self.step_usage is not None:
+                shown[_USAGE_WHEN_SENT] = True
             self._step_finished(path, frame, announce, tool_name=tool, **shown)
         return result
 
