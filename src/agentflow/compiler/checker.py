@@ -42,6 +42,7 @@ from agentflow.compiler.check_expressions import _DISPATCH, ExpressionChecks
 from agentflow.compiler.check_functions import FunctionChecks
 from agentflow.compiler.check_memo import RecordingDict, RecordingSet, StageMemo
 from agentflow.compiler.check_narrowing import NarrowingChecks
+from agentflow.compiler.check_parallel import ParallelChecks
 from agentflow.compiler.check_statements import StatementChecks
 from agentflow.compiler.check_types import TypeChecks
 from agentflow.compiler.checker_shared import Frame, Narrowing, Var
@@ -171,6 +172,7 @@ class Checker(
     AgentChecks,
     FunctionChecks,
     NarrowingChecks,
+    ParallelChecks,
 ):
     """The checker of one module: its state, and :meth:`check`, the phases in order."""
 

@@ -49,6 +49,7 @@ from agentflow.compiler.lower_expressions import (
     paren_frag,
     scope_name,
 )
+from agentflow.compiler.lower_parallel import ParallelLowering
 from agentflow.compiler.lower_written import (
     StageMark,
     place_stages,
@@ -97,7 +98,7 @@ _SHADOWED = frozenset({"item", "index"})
 _BARE_REF = re.compile(r"\{\{ *[A-Za-z_][A-Za-z0-9_]* *\}\}")
 
 
-class _Lowerer(ExpressionLowering, EffectLowering):
+class _Lowerer(ExpressionLowering, EffectLowering, ParallelLowering):
     """The lowering of one checked module: its plans, steps and scopes, stages, statements and
     control bodies (inline or outlined); the ``visit_<Node>`` rules of expressions are in the
     mixins (:mod:`~agentflow.compiler.lower_expressions`, :mod:`~agentflow.compiler.lower_effects`)
