@@ -46,7 +46,9 @@ def test_the_block_has_the_object_type_of_its_branches():
 
 
 def test_a_branch_of_the_wrong_type_for_the_stage_is_a_type_mismatch():
-    text = REVIEW.replace("stage review {", "stage review -> { style: StyleReview, deps: int, lines: int } {")
+    text = REVIEW.replace(
+        "stage review {", "stage review -> { style: StyleReview, deps: int, lines: int } {"
+    )
     assert [c for c, _ in _codes(text)] == ["type-mismatch"]
 
 
@@ -66,7 +68,10 @@ def test_a_branch_named_by_a_string_that_is_no_identifier_is_refused():
 
 @pytest.mark.parametrize(
     ("limit", "message"),
-    [("0", "`limit` must be positive, found 0"), ("1001", "`limit` must be at most 1000, found 1001")],
+    [
+        ("0", "`limit` must be positive, found 0"),
+        ("1001", "`limit` must be at most 1000, found 1001"),
+    ],
 )
 def test_a_constant_limit_is_bounded_as_a_parallel_maps(limit: str, message: str):
     text = REVIEW.replace("parallel limit 2", f"parallel limit {limit}")
@@ -79,7 +84,7 @@ def test_a_limit_must_be_an_int():
 
 
 def test_one_branch_is_a_warning_with_a_hint():
-    text = HEAD + 'stage s {\n  parallel { deps: check_deps(path: input.path) }\n}\n'
+    text = HEAD + "stage s {\n  parallel { deps: check_deps(path: input.path) }\n}\n"
     (diag,) = check_source(text, "f.flow").diagnostics
     assert (diag.code, diag.severity) == ("parallel-one-branch", "warning")
     assert "one branch" in diag.message and diag.hint

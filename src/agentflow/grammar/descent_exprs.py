@@ -656,7 +656,9 @@ class ExprDescent:
         if self.K[self.p] != "LBRACE":
             bail()
         obj = self.object()
-        return ast.ParallelExpr(self.tn(p, obj), list(obj.entries), limit, keyword_span=self.span(p))
+        return ast.ParallelExpr(
+            self.tn(p, obj), list(obj.entries), limit, keyword_span=self.span(p)
+        )
 
     def reduce_expr(self) -> ast.ReduceExpr:
         p = self.p
