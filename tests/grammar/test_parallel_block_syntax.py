@@ -85,3 +85,13 @@ def test_the_reported_program_now_parses():
     assert diags == []
     (block,) = _blocks(module)
     assert [b.key for b in block.branches] == ["style", "sec"]
+
+
+def test_a_limit_without_its_number_says_so_for_the_block():
+    text = "stage s {\n  parallel limit { a: 1, b: 2 }\n}\n"
+    (diag,) = parse_module(text, "f.flow")[1]
+    assert diag.message == (
+        "`limit` needs a number: how many branches of the `parallel` block run at once"
+    )
+    assert text[diag.span.start : diag.span.end] == "limit"
+    assert diag.hint and "parallel limit 2" in diag.hint
