@@ -16,9 +16,11 @@ import subprocess
 import sys
 import time
 
+from click.testing import CliRunner
 from support.chat_server import TEST_API_KEY, answer
 
 import agentflow.api
+from agentflow.cli import main
 from agentflow.runtime.durable.dbos_engine import shutdown
 
 FLOW = """\
@@ -97,9 +99,14 @@ def test_a_parallel_block_killed_mid_branch_resumes_without_asking_the_finished_
     monkeypatch.chdir(tmp_path)
     try:
         resumed = asyncio.run(agentflow.api.resume_run("par-1", config=tmp_path / "flow.toml"))
+        shown = CliRunner().invoke(main, ["runs", "show", "par-1"])
     finally:
         shutdown()
     assert resumed.status == "ok", resumed.error
     assert resumed.output == {"style": {"ok": True}, "security": {"risks": ["eval"]}, "size": 3}
     # only the branch in flight at the kill reached the model again
     assert [_what(r) for r in chat_server.requests] == ["security"]
+    # `flowc runs show` names each branch's steps as the .flow does
+    assert shown.exit_code == 0, shown.output
+    assert "review › parallel › style › agent(style) › model chat" in shown.stdout, shown.stdout
+    assert "review › parallel › security › agent(security)" in shown.stdout, shown.stdout
