@@ -36,3 +36,9 @@ def test_hover_on_a_branch_name_gives_its_type():
     text, span = analyze(SOURCE, "f.flow").hover(SOURCE.index("security: agent") + 3)
     assert text == "```flow\n(branch) security: SecurityReview\n```"
     assert SOURCE[span.start : span.end] == "security"
+
+
+def test_completion_after_parallel_offers_map_and_limit():
+    text = "stage s {\n  let r = parallel \n}\n"
+    offered = analyze(text, "f.flow").completions(text.index("parallel ") + 9, text)
+    assert [c.label for c in offered] == ["map", "limit"]
