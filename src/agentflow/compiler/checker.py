@@ -43,6 +43,7 @@ from agentflow.compiler.check_functions import FunctionChecks
 from agentflow.compiler.check_match import MatchChecks
 from agentflow.compiler.check_memo import RecordingDict, RecordingSet, StageMemo
 from agentflow.compiler.check_narrowing import NarrowingChecks
+from agentflow.compiler.check_parallel import ParallelChecks
 from agentflow.compiler.check_statements import StatementChecks
 from agentflow.compiler.check_types import TypeChecks
 from agentflow.compiler.check_user_functions import FnSig, UserFunctionChecks
@@ -178,6 +179,7 @@ class Checker(
     MatchChecks,
     NarrowingChecks,
     UserFunctionChecks,
+    ParallelChecks,
 ):
     """The checker of one module: its state, and :meth:`check`, the phases in order."""
 

@@ -350,8 +350,78 @@ def _break_blocks(toks: list[Token]) -> list[Token]:
     return out
 
 
+_OPEN = frozenset({"(", "[", "{"})
+
+
+def _parallel_blocks(toks: list[Token]) -> list[Token]:
+    """A ``parallel [limit N] { … }`` block one branch a line (docs/reference/control.md
+    "parallel blocks"): a line break after its ``{``, after each comma between branches and
+    before its ``}``, and a comma after the last branch.  A comma goes after the branch's last
+    code token, never after a comment that ends its line."""
+    code = [k for k, t in enumerate(toks) if _is_code(t)]
+    opens: list[int] = []
+    for i, k in enumerate(code):
+        t = toks[k]
+        if t.kind != "word" or t.text != "parallel" or i + 1 >= len(code):
+            continue
+        if toks[code[i + 1]].text not in ("{", "limit"):
+            continue  # `parallel map`, or a name spelled `parallel`
+        j = i + 1
+        while j < len(code) and not (toks[code[j]].kind == "op" and toks[code[j]].text == "{"):
+            j += 1
+        if j < len(code):
+            opens.append(code[j])
+    if not opens:
+        return toks
+    n = len(toks)
+    breaks: set[int] = set()  # a line break after token k
+    commas: set[int] = set()  # a comma (then a line break) after token k
+    closes: set[int] = set()  # a line break before token k
+    for o in opens:
+        depth = 0
+        last: int | None = None
+        k = o + 1
+        while k < n:
+            t = toks[k]
+            if t.kind == "op" and t.text in _OPEN:
+                depth += 1
+            elif t.kind == "op" and t.text in _CLOSERS:
+                if depth == 0:
+                    break
+                depth -= 1
+            elif depth == 0 and t.kind == "op" and t.text == ",":
+                breaks.add(k)
+            if _is_code(t):
+                last = k
+            k += 1
+        if last is None or k >= n:
+            continue  # `parallel {}`: nothing to lay out
+        breaks.add(o)
+        if toks[last].text != ",":
+            commas.add(last)
+        closes.add(k)
+
+    def breaks_after(k: int) -> bool:
+        nxt = toks[k + 1] if k + 1 < n else None
+        if nxt is None or nxt.kind == "nl":
+            return False
+        # a comment ending the line stays on it
+        return not (nxt.kind in ("comment", "doc") and (k + 2 >= n or toks[k + 2].kind == "nl"))
+
+    out: list[Token] = []
+    for k, t in enumerate(toks):
+        if k in closes and out and out[-1].kind != "nl":
+            out.append(Token("nl", "\n", t.start, t.start))
+        out.append(t)
+        if k in commas:
+            out.append(Token("op", ",", t.end, t.end))
+        if (k in breaks or k in commas) and breaks_after(k):
+            out.append(Token("nl", "\n", t.end, t.end))
+    return out
+
+
 def _layout(text: str, toks: list[Token], names: frozenset[int] = frozenset()) -> str:
-    toks = _break_blocks(toks)
+    toks = _break_blocks(_parallel_blocks(toks))
     lay = _Layout(toks, names)
     # split into logical lines (token index lists) with the number of newlines before each
     lines: list[tuple[int, list[int]]] = []

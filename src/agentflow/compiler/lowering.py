@@ -51,6 +51,7 @@ from agentflow.compiler.lower_expressions import (
 )
 from agentflow.compiler.lower_functions import FunctionLowering
 from agentflow.compiler.lower_match import MatchLowering
+from agentflow.compiler.lower_parallel import ParallelLowering
 from agentflow.compiler.lower_written import (
     StageMark,
     place_stages,
@@ -99,7 +100,9 @@ _SHADOWED = frozenset({"item", "index"})
 _BARE_REF = re.compile(r"\{\{ *[A-Za-z_][A-Za-z0-9_]* *\}\}")
 
 
-class _Lowerer(ExpressionLowering, EffectLowering, FunctionLowering, MatchLowering):
+class _Lowerer(
+    ExpressionLowering, EffectLowering, FunctionLowering, MatchLowering, ParallelLowering
+):
     """The lowering of one checked module: its plans, steps and scopes, stages, statements and
     control bodies (inline or outlined); the ``visit_<Node>`` rules of expressions are in the
     mixins (:mod:`~agentflow.compiler.lower_expressions`, :mod:`~agentflow.compiler.lower_effects`)

@@ -93,6 +93,9 @@ IMPOSSIBLE_ERROR_CODE = _register(
 UNREACHABLE_CATCH = _register(
     "unreachable-catch", "warning", "a `catch` whose guarded expression cannot fail"
 )
+PARALLEL_ONE_BRANCH = _register(
+    "parallel-one-branch", "warning", "a `parallel` block with fewer than two branches"
+)
 POSITIONAL_ARGUMENT = _register(
     "positional-argument", "error", "a tool argument given without its name"
 )

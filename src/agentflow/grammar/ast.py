@@ -401,6 +401,17 @@ class MapExpr(Expr):
 
 
 @dataclass(slots=True, eq=False)
+class ParallelExpr(Expr):
+    """``parallel [limit N] { name: expr, … }``: each branch's expression run side by side, the
+    value an object of the branches' values by name (docs/reference/control.md "parallel
+    blocks"). ``branches`` are written as an object's entries."""
+
+    branches: list[ObjectEntry]
+    limit: Expr | None
+    keyword_span: Span | None = None
+
+
+@dataclass(slots=True, eq=False)
 class CatchExpr(Expr):
     """``guarded catch [on [code, …]] [as var] { fallback }``: the guarded expression's value, or,
     when it fails (with one of ``codes``, when given), the fallback's, with ``var`` bound to the

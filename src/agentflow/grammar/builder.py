@@ -708,6 +708,11 @@ class Builder:
             tolerate_span=tspan,
         )
 
+    def parallel_expr(self, c: _Kids) -> ast.ParallelExpr:
+        obj = c[-1]
+        limit = c[2] if len(c) == 4 else None
+        return ast.ParallelExpr(_cover(c[0], obj), list(obj.entries), limit, keyword_span=c[0].span)
+
     def catch_expr(self, c: _Kids) -> ast.CatchExpr:
         guarded, kw, codes, var, body = c
         return ast.CatchExpr(_cover(guarded, body), guarded, codes, var, body, keyword_span=kw.span)

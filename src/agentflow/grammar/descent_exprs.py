@@ -569,6 +569,8 @@ class ExprDescent:
         if k == "NULL":
             self.p = p + 1
             return ast.NullLit(self.span(p))
+        if k == "PARALLEL" and self.K[p + 1] != "MAP":
+            return self.parallel_expr()
         if k == "MAP" or k == "PARALLEL":
             return self.map_expr()
         if k == "AGENT":
@@ -710,6 +712,21 @@ class ExprDescent:
             tolerate=tolerance[0],
             tolerate_percent=tolerance[1],
             tolerate_span=tolerance[2],
+        )
+
+    def parallel_expr(self) -> ast.ParallelExpr:
+        """``parallel [limit N] { name: expr, … }`` (the branches are an object's entries)."""
+        p = self.p
+        self.p = p + 1
+        limit = None
+        if self.K[self.p] == "LIMIT":
+            self.p += 1
+            limit = self.opexpr()
+        if self.K[self.p] != "LBRACE":
+            bail()
+        obj = self.object()
+        return ast.ParallelExpr(
+            self.tn(p, obj), list(obj.entries), limit, keyword_span=self.span(p)
         )
 
     def reduce_expr(self) -> ast.ReduceExpr:

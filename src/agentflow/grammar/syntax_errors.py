@@ -754,6 +754,20 @@ def unexpected(
     resume = tok.end - sc.ob
     if tok.bol and tok.value in TOP_LEVEL and not isinstance(tok.value, ast.Node):
         resume = tok.start - sc.ob
+    block_limit = _block_limit_without_number(values)
+    if block_limit is not None:
+        word, brace_span = block_limit
+        return SynErr(
+            "`limit` needs a number: how many branches of the `parallel` block run at once",
+            word.span,
+            resume=resume,
+            depth=len(sc.stack),
+            hint="write `parallel limit 2 { … }`, or drop `limit` (every branch starts at once)",
+            notes=[
+                ("this `{` was read as an object, the value of `limit`", brace_span),
+                (f"the parser stopped here: {msg}", tok.span),
+            ],
+        )
     limit = _limit_without_number(sc, values)
     if limit is not None:
         word, brace = limit
@@ -780,6 +794,28 @@ def unexpected(
             notes=[*notes, (f"the parser stopped here: {msg}", tok.span)],
         )
     return SynErr(msg, tok.span, resume=resume, depth=len(sc.stack), hint=hint, notes=notes)
+
+
+def _block_limit_without_number(values: list[Any] | None) -> tuple[Tok, Span] | None:
+    """``(limit, span of {)`` for ``parallel limit { … }``: the branches were taken for an
+    object literal, the value of `limit` — whether the parse failed inside them or after them
+    (where the branches' `{` was expected). ``values`` is the driver's value stack."""
+    vals = values or []
+    for i in range(len(vals) - 1, 1, -1):
+        v = vals[i]
+        if isinstance(v, Tok) and v.type == "LBRACE":
+            brace = v.span
+        elif isinstance(v, ast.ObjectLit) and i == len(vals) - 1:
+            s = v.span
+            brace = Span(s.file, s.line, s.column, s.line, s.column + 1, s.start, s.start + 1)
+        else:
+            continue
+        word, head = vals[i - 1], vals[i - 2]
+        if isinstance(word, Tok) and word.type == "LIMIT":
+            if isinstance(head, Tok) and head.type == "PARALLEL":
+                return word, brace
+        return None
+    return None
 
 
 def _limit_without_number(sc: Scanner, values: list[Any] | None) -> tuple[Tok, Tok] | None:

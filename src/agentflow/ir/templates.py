@@ -51,6 +51,7 @@ EFFECTFUL_NODES: tuple[type, ...] = (
     ast.AskExpr,
     ast.AgentExpr,
     ast.VerifyExpr,
+    ast.ParallelExpr,
 )
 
 _LOC_PREFIX = re.compile(r"^.*?:\d+:\d+: ")

@@ -116,6 +116,11 @@ def completions(a: Analysis, offset: int, text: str | None = None) -> list[Compl
         ]
     if prev == "loop":  # `loop up to N as round, state = init { … }`
         return [Completion("up to", "keyword", "loop up to N as round, state = init { … }")]
+    if prev == "parallel":  # `parallel map xs as x { … }`, `parallel [limit N] { a: …, b: … }`
+        return [
+            Completion("map", "keyword", "parallel map xs as x limit N { … }"),
+            Completion("limit", "keyword", "parallel limit N { name: expr, … }: branches at once"),
+        ]
     if prev == "up" and len(code) >= 2 and code[-2].value == "loop":
         return [Completion("to", "keyword", "loop up to N")]
     found = errors_help.completions(code)  # tolerate, catch on [codes] as

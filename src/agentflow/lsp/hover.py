@@ -31,6 +31,9 @@ def hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
     nap = sleep_hover(a, offset)
     if nap is not None:
         return nap
+    branch = branch_hover(a, offset)
+    if branch is not None:
+        return branch
     target = locate.target(a, offset)
     if target is None:
         return None
@@ -140,6 +143,9 @@ def hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
         if isinstance(e, ast.MatchExpr) and e.keyword_span is not None:
             if e.keyword_span.start <= offset <= e.keyword_span.end:
                 return match_hover(a, e, t), e.keyword_span
+        if isinstance(e, ast.ParallelExpr) and e.keyword_span is not None:
+            if e.keyword_span.start <= offset <= e.keyword_span.end:
+                return parallel_hover(a, e, t), e.keyword_span
         doc = None
         if isinstance(t, T.NamedRef):
             doc = locate.type_doc(a, t.name)
@@ -232,6 +238,36 @@ def match_hover(a: Analysis, e: ast.MatchExpr, t: T.Type) -> str:
         )
     )
     return locate.fence(head) + "\n\n" + doc
+
+
+def branch_hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
+    """The hover of a ``parallel`` block's branch name: ``(branch) security: SecurityReview``."""
+    for node in reversed(locate.node_path(a, offset)):
+        if isinstance(node, ast.ParallelExpr):
+            for b in node.branches:
+                if b.key_span.start <= offset <= b.key_span.end:
+                    t = a.result.expr_types.get(id(b.value))
+                    shown = T.type_str(t) if t is not None else "?"
+                    return locate.fence(f"(branch) {b.key}: {shown}"), b.key_span
+            return None
+    return None
+
+
+def parallel_hover(a: Analysis, e: ast.ParallelExpr, t: T.Type) -> str:
+    """The hover of a ``parallel { … }`` block's keyword: its type, how many branches run at
+    once and what a failure does (docs/reference/control.md "parallel blocks")."""
+    names = ", ".join(f"`{b.key}`" for b in e.branches) or "none"
+    if e.limit is not None:
+        bound = a.text[e.limit.span.start : e.limit.span.end]
+        at_once = f"at most {bound} at a time"
+    else:
+        at_once = "all at once"
+    doc = (
+        f"Runs its branches ({names}) side by side, {at_once}; the value has one field per "
+        "branch. The first branch that fails stops the others and fails the block (`catch` "
+        "inside a branch keeps its failure a value)."
+    )
+    return locate.fence(f"parallel: {T.type_str(t)}") + "\n\n" + doc
 
 
 def symbol_doc(a: Analysis, sym: Symbol) -> str | None:

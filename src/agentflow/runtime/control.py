@@ -574,7 +574,20 @@ async def _parallel(call: ControlCall) -> Any:
     branches = call.input.get("branches") or {}
     if not isinstance(branches, dict):
         raise RunError(Code.VALIDATION, "`branches` must map names to steps", call.path)
-    conc = call.render("concurrency") or max(1, len(branches))
+    conc = call.render("concurrency")
+    if conc is None:
+        conc = max(1, len(branches))  # no `limit`: every branch at once
+    elif isinstance(conc, float) and conc.is_integer():
+        conc = int(conc)
+    if not isinstance(conc, int) or isinstance(conc, bool) or not 1 <= conc <= MAX_CONCURRENCY:
+        if "concurrency" in call.input:  # a computed `limit`, checked as the compiler checks one
+            raise RunError(
+                Code.VALIDATION,
+                f"`concurrency` (a `parallel` block's `limit`) must be an integer from 1 to "
+                f"{MAX_CONCURRENCY}, got " + json.dumps(to_json_value(conc), ensure_ascii=False),
+                call.path,
+                call.source,
+            )
     call.announce({"branches": list(branches), "concurrency": conc})
     sem = asyncio.Semaphore(int(conc))
     units = call.ex.effects

@@ -291,7 +291,9 @@ def step_span_name(tool: str, path: str, data: Mapping[str, Any], agent: Any = N
     ``read_file fetch`` by its path.  The path is always the ``agentflow.step.path``
     attribute, the whole label ``agentflow.step.label``.  A call of a sub-plan the compiler
     outlined (a map's item, a loop's round) is the item or round it runs, ``item 0`` /
-    ``round 2`` (:func:`~agentflow.runtime.where.outlined_call`): never the sub-plan's id."""
+    ``round 2`` (:func:`~agentflow.runtime.where.outlined_call`): never the sub-plan's id; a
+    branch of a ``parallel`` block ends `` · parallel › style`` (an outlined branch is that
+    alone)."""
     whole = outlined_call(tool, data.get("label"))
     if whole is not None:
         return whole
@@ -306,7 +308,11 @@ def step_span_name(tool: str, path: str, data: Mapping[str, Any], agent: Any = N
         name = short
     else:
         return f"{short} {path}".strip()
-    item = _ITEM.match(path.rsplit("/", 1)[-1])
+    last = path.rsplit("/", 1)[-1]
+    item = _ITEM.match(last)
     if item:
         name += f" · item {item.group(1)}"
+    parts = str(data.get("label") or "").split(" › ")
+    if len(parts) >= 3 and parts[-3] == "parallel" and parts[-2] == last:
+        name += f" · parallel › {last}"  # a branch of a `parallel` block that is one step
     return name

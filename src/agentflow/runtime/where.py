@@ -233,7 +233,20 @@ def outlined_call(tool: str, label: Any) -> str | None:
     if not tool.startswith("plan__") or not isinstance(label, str):
         return None
     last = label.rsplit(SEP, 1)[-1]
-    return last if _WHOLE.match(last) else None
+    if _WHOLE.match(last):
+        return last
+    return parallel_branch(label)
+
+
+def parallel_branch(label: Any) -> str | None:
+    """``parallel › style`` when a step's ``label`` ends at a branch of a ``parallel`` block
+    (the branch is one step, or a sub-plan the compiler outlined), else None."""
+    if not isinstance(label, str):
+        return None
+    parts = label.split(SEP)
+    if len(parts) >= 2 and parts[-2] == "parallel" and parts[-1].isidentifier():
+        return SEP.join(parts[-2:])
+    return None
 
 
 def tool_label(tool: str) -> str:
@@ -430,8 +443,8 @@ class Place:
             parts.append(f"item {item}")
         elif m is not None and m.group(1) == "round":  # a `loop`'s round (1-based)
             parts.append(f"round {m.group(2)}")
-        elif branch:  # a `parallel` branch is named by the plan
-            parts.append(last)
+        elif branch:  # a `parallel` branch: `parallel › style`, by the name the plan gives it
+            parts.extend(("parallel", last))
         if item is None and up is not None:
             item = up.item
         agent = self._agent(up)
