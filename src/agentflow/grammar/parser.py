@@ -38,7 +38,7 @@ from agentflow.grammar import ast
 from agentflow.grammar.descent import parse_fast
 from agentflow.grammar.lalr import DRIVER, run
 from agentflow.grammar.scanner import TOP_LEVEL, Scanner, SynErr, Tok, starts_declaration
-from agentflow.grammar.syntax_errors import locate_unclosed
+from agentflow.grammar.unclosed import locate_unclosed
 
 __all__ = ["parse_expression", "parse_template", "parse_module", "parse_module_lalr"]
 

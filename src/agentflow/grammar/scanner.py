@@ -273,7 +273,7 @@ class SynErr(Exception):
     (``resume``: text index, ``depth``: bracket depth there), when known.  ``unclosed`` is
     set on an unclosed bracket found at a new declaration or at the end of a module:
     ``(open brackets, text index of the keyword or of the end)``, for
-    :func:`agentflow.grammar.syntax_errors.locate_unclosed` to find where it should close."""
+    :func:`agentflow.grammar.unclosed.locate_unclosed` to find where it should close."""
 
     def __init__(
         self,
