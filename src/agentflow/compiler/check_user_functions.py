@@ -18,7 +18,9 @@ the other ``check_*`` mixins:
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from agentflow.compiler.check_types import written_type
 from agentflow.compiler.checker_shared import CheckerShared, Var
@@ -101,6 +103,7 @@ class UserFunctionChecks(CheckerShared):
                         f"parameter `{pname}` of `{name}` is defined twice",
                         p.name.span,
                         notes=[Note("first defined here", seen[pname].name.span)],
+                        hint=f"give each parameter of `{name}` its own name",
                     )
                 seen[pname] = p
                 if p.omittable:
@@ -151,15 +154,7 @@ class UserFunctionChecks(CheckerShared):
             return True
         prev = self.user_fns.get(name)
         if prev is not None and fn.span.file != self.module.file:
-            ident = self._import_ident(fn)
-            if ident is not None:
-                self.report(
-                    D.IMPORT_CONFLICT,
-                    f"function `{name}` is imported but is also declared in this file",
-                    ident.span,
-                    notes=[Note(f"the other `{name}`", prev.decl.name.span)],
-                    hint="rename or remove the local function",
-                )
+            self._name_taken(fn, prev.decl)
             return True
         if prev is not None:
             self.report(
@@ -167,23 +162,82 @@ class UserFunctionChecks(CheckerShared):
                 f"function `{name}` is defined twice",
                 fn.name.span,
                 notes=[Note("first defined here", prev.decl.name.span)],
+                hint=f"rename one of them (and its calls), or remove one: `{name}` names "
+                "one function",
             )
             return True
         return False
 
-    def _import_ident(self, fn: ast.FnDecl) -> ast.Ident | None:
-        """Where this file imports ``fn`` (or the function that brought it), or None."""
+    def _name_taken(self, fn: ast.FnDecl, prev: ast.FnDecl) -> None:
+        """``import-conflict`` for an imported function (or one an imported function brings
+        along) whose name is already a function of the program (docs/decisions.md "User
+        functions (fnuser)": a program holds one function per name)."""
+        name = fn.name.name
+        imp = self._import_of(fn)
+        ident = self._import_ident(fn)
+        if imp is None or ident is None:
+            return
+        explicit = imp.ident is not None
+        local = prev.span.file == self.module.file
+        if local and explicit:
+            self.report(
+                D.IMPORT_CONFLICT,
+                f"function `{name}` is imported but is also declared in this file",
+                ident.span,
+                notes=[Note(f"the other `{name}`", prev.name.span)],
+                hint="rename or remove the local function",
+            )
+        elif local:
+            self.report(
+                D.IMPORT_CONFLICT,
+                f"function `{name}` of this file has the name of {self._role(fn)}: a "
+                "program holds one function per name",
+                prev.name.span,
+                notes=[
+                    Note(f"the other `{name}`", fn.name.span),
+                    Note(f"`{imp.via}` is imported here", ident.span),
+                ],
+                hint=f"rename this file's `{name}` (and its calls)",
+            )
+        else:
+            self.report(
+                D.IMPORT_CONFLICT,
+                f"two functions named `{name}` come into this file, {self._role(prev)} and "
+                f"{self._role(fn)}: a program holds one function per name",
+                ident.span,
+                notes=[Note(f"a `{name}`", prev.name.span), Note(f"a `{name}`", fn.name.span)],
+                hint=f"rename one of the two `{name}`s in its file (and its calls there)",
+            )
+
+    def _role(self, fn: ast.FnDecl) -> str:
+        """How a message names an imported function: "`helper` of `./lib.flow` (which
+        `rank` calls)" (brought along) or "`rank` of `./lib.flow`" (imported by name)."""
+        base = os.path.dirname(self.module.file) or "."
+        shown = os.path.relpath(fn.span.file, base)
+        if not shown.startswith("."):
+            shown = "./" + shown
+        imp = self._import_of(fn)
+        if imp is not None and imp.ident is None and imp.via is not None:
+            return f"`{fn.name.name}` of `{shown}` (which `{imp.via}` calls)"
+        return f"`{fn.name.name}` of `{shown}`"
+
+    def _import_of(self, fn: ast.FnDecl) -> Any:
+        """The ``Imported`` entry (``compiler.imports``) that brought ``fn``, or None."""
         if self.imports is None:
             return None
-        for imp in self.imports.declared:
-            if imp.item is fn:
-                ident: ast.Ident | None = imp.ident
-                if ident is not None:
-                    return ident
-                via = imp.via
-                pairs = list(imp.decl.pairs())
-                return next((loc for _, loc in pairs if loc.name == via), None)
-        return None
+        return next((imp for imp in self.imports.declared if imp.item is fn), None)
+
+    def _import_ident(self, fn: ast.FnDecl) -> ast.Ident | None:
+        """Where this file imports ``fn`` (or the function that brought it), or None."""
+        imp = self._import_of(fn)
+        if imp is None:
+            return None
+        ident: ast.Ident | None = imp.ident
+        if ident is not None:
+            return ident
+        via = imp.via
+        pairs = list(imp.decl.pairs())
+        return next((loc for _, loc in pairs if loc.name == via), None)
 
     def check_user_functions(self) -> None:
         """Each function's body: pure, typed against its result, its parameters used; then
@@ -296,7 +350,11 @@ class UserFunctionChecks(CheckerShared):
         sig = self.user_fns.get(e.name)
         if sig is None:
             return self._not_user_function(e, hint)
-        if e.name in self.hidden_fns and (
+        if (
+            e.name in self.hidden_fns
+            and sig.decl.span.file != self.module.file
+            and e.name not in self.error_names
+        ) and (
             self.current_fn is None or self.current_fn.decl.span.file == self.module.file
         ):
             self.report(
