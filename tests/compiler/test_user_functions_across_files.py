@@ -61,3 +61,25 @@ def test_a_local_function_named_like_a_librarys_helper_is_not_called_imported(tm
     assert "imported" not in d.message.split(":")[0]
     assert "`helper` of `./lib.flow` (which `rank` calls)" in d.message
     assert d.hint == "rename this file's `helper` (and its calls)"
+
+
+def test_a_function_a_file_only_imports_is_told_with_the_file_that_declares_it(tmp_path):
+    (tmp_path / "lib.flow").write_text(SEV_LIB)
+    (tmp_path / "mid.flow").write_text(
+        'import { rank, Sev } from "./lib.flow"\nfn rank2(s: Sev) -> int = rank(s) + 1\n'
+    )
+    top = tmp_path / "top.flow"
+    top.write_text(
+        'import { rank } from "./mid.flow"\nimport { rank2, Sev } from "./mid.flow"\n'
+        "input { s: Sev }\nstage a -> int { return rank2(input.s) + rank(input.s) }\n"
+    )
+    found = api.check(str(top)).diagnostics
+    assert [(d.code, d.span.line) for d in found] == [("unknown-import", 1), ("unknown-import", 2)]
+    fn = found[0]
+    assert fn.message == (
+        "`rank` is a function that `./mid.flow` imports from `./lib.flow`: a file offers only "
+        "what it declares"
+    )
+    assert (
+        fn.hint == 'import it from the file that declares it: `import { rank } from "./lib.flow"`'
+    )

@@ -469,7 +469,12 @@ class TypeChecks(CheckerShared):
                 name = self.import_refs.get(id(t), name)
             if name in PRIMS:
                 return PRIMS[name]
-            if self.hidden and name in self.hidden and t.span.file == self.module.file:
+            if (
+                self.hidden
+                and name in self.hidden
+                and t.span.file == self.module.file
+                and name not in self.error_names  # its import failed: reported there
+            ):
                 self._not_imported(t)
                 return ERROR
             if name == VERDICT_TYPE:

@@ -354,9 +354,7 @@ class UserFunctionChecks(CheckerShared):
             e.name in self.hidden_fns
             and sig.decl.span.file != self.module.file
             and e.name not in self.error_names
-        ) and (
-            self.current_fn is None or self.current_fn.decl.span.file == self.module.file
-        ):
+        ) and (self.current_fn is None or self.current_fn.decl.span.file == self.module.file):
             self.report(
                 D.UNKNOWN_FUNCTION,
                 f"unknown function `{e.name}`",

@@ -537,14 +537,35 @@ def _unknown(
                 hint="import the types it works with, or call that flow as the tool "
                 f"`plan__{checked.flow_name}`",
             )
+    sig = checked.functions.get(name)
+    if sig is not None:  # a function imported there from a third file
+        fn = sig.decl
+        there = _relative(fn.span.file, decl.span.file)
+        return Diagnostic(
+            D.UNKNOWN_IMPORT,
+            f"`{name}` is a function that `{file}` imports from `{there}`: a file offers only "
+            "what it declares",
+            ident.span,
+            notes=[Note("declared here", fn.name.span)],
+            hint=f'import it from the file that declares it: `import {{ {name} }} from "{there}"`',
+        )
     own = [n for n, i in checked.type_decls.items() if i.span.file == checked.module.file]
+    fns = [n for n, s in checked.functions.items() if s.decl.span.file == checked.module.file]
+    what = "type or function" if fns else "type"
+    own += fns
     return Diagnostic(
         D.UNKNOWN_IMPORT,
-        f"`{file}` declares no type `{name}`",
+        f"`{file}` declares no {what} `{name}`",
         ident.span,
         hint=did_you_mean(name, own)
-        or (f"it declares {_listing(own)}" if own else "it declares no type"),
+        or (f"it declares {_listing(own)}" if own else "it declares no type or function"),
     )
+
+
+def _relative(file: str, importer: str) -> str:
+    """``file`` as an import path from the file ``importer`` (``./lib.flow``, ``../x.flow``)."""
+    shown = os.path.relpath(file, os.path.dirname(importer) or ".")
+    return shown if shown.startswith(".") else "./" + shown
 
 
 def _function(checked: CheckResult, name: str) -> ast.FnDecl | None:
