@@ -497,7 +497,12 @@ class TypeChecks(CheckerShared):
             if builtin is not None:  # Error, ErrorPlace; `Outcome` without its `<T>`
                 return builtin
             self.report(
-                D.UNKNOWN_TYPE, f"unknown type `{name}`", t.span, hint=self._type_hint(name)
+                D.UNKNOWN_TYPE,
+                f"unknown type `{name}`",
+                t.span,
+                hint=self._type_hint(name)
+                or f"declare it (`type {name} {{ … }}`) or import it from the file that "
+                f'declares it (`import {{ {name} }} from "./file.flow"`)',
             )
             return ERROR
         if isinstance(t, ast.GenericType):  # Outcome<T>
