@@ -123,3 +123,9 @@ def test_a_failure_inside_a_function_called_from_an_inlined_let_is_placed_at_the
     error = api.run_sync(plan, {"n": 0}, workspace=str(tmp_path)).error
     assert error is not None and error.code == "arithmetic"
     assert (error.source, error.where.get("label")) == ("inv.flow:4:11", "a › p")
+
+
+def test_the_caret_of_an_error_inside_a_function_is_on_the_call_as_written():
+    lines = ["stage a -> text {", "  let p = inv(input.n)", "}"]
+    message = "in function `inv`, called as `inv(input.n)`: `1 / n`: division by zero"
+    assert api.expression_position(lines, 2, message) == (2, 11, len("inv(input.n)"))
