@@ -78,3 +78,32 @@ def test_the_canonical_dump_puts_functions_before_steps():
     text = dump_plan(load_plan_text(PLAN, "p.yaml"))
     assert text.index("functions:") < text.index("steps:")
     assert load_plan_text(text, "p.yaml").function_table.keys() == {"double", "quad"}
+
+
+def test_an_unknown_field_of_a_function_is_reported_there_and_keeps_the_others():
+    text = PLAN.replace('expr: "x * 2"', 'expr: "x * 2"\n    extra: 1')
+    [(code, message)] = _problems(text)
+    assert (code, message) == (
+        "plan-unknown-field",
+        "functions.double.extra: unknown field `extra`",
+    )
+    with pytest.raises(PlanLoadError) as info:
+        load_plan_text(PLAN.replace('expr: "x * 2"', 'exprr: "x * 2"'), "p.yaml")
+    [d] = info.value.diagnostics
+    assert d.code == "plan-unknown-field" and d.hint == "did you mean `expr`?"
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        'params: x\n    expr: "x * 2"',
+        'params: [x]\n    expr: "x *"',
+        "params: [x]\n    expr: [3]",
+        "[x]",
+    ],
+)
+def test_a_bad_function_entry_is_reported_once_not_at_each_call(entry):
+    text = PLAN.replace('params: [x]\n    expr: "x * 2"', entry, 1)
+    problems = _problems(text)
+    assert len(problems) == 1 and all("double" in m for _, m in problems), problems
+    assert not any("unknown function" in m for _, m in problems)

@@ -57,3 +57,24 @@ def test_completion_offers_the_functions_and_inside_a_body_its_parameters():
     assert items["rank"].detail == "fn rank(s: Severity) -> int"
     inside = {c.label: c for c in a.completions(SOURCE.index('s == "high"'))}
     assert inside["s"].kind == "variable" and inside["s"].detail == "Severity"
+
+
+def test_a_parameter_hovers_with_the_alias_its_fn_writes():
+    a = analyze(SOURCE, "h.flow")
+    param = a.hover(SOURCE.index('s == "high"'))
+    assert param is not None and "(param) s: Severity" in param[0]
+
+
+def test_hover_and_definition_on_a_function_in_an_import(tmp_path):
+    (tmp_path / "lib.flow").write_text(
+        'type Sev = "low" | "high"\n/// rank doc\nfn rank(s: Sev) -> int = 1\n'
+    )
+    main = 'import { rank, Sev } from "./lib.flow"\nstage s -> int { return rank("low") }\n'
+    a = analyze(main, str(tmp_path / "m.flow"))
+    at = main.index("rank") + 1
+    found = a.hover(at)
+    assert found is not None and "fn rank(s: Sev) -> int" in found[0] and "rank doc" in found[0]
+    span = a.definition(at)
+    assert (
+        span is not None and span.file.endswith("lib.flow") and (span.line, span.column) == (3, 4)
+    )

@@ -108,3 +108,24 @@ def test_a_parameter_named_like_a_compiled_scope_name_is_quoted_as_the_body_writ
     assert "in function `per`, called as `per(t)`: `10 / item`: division by zero" in (
         result.error.message
     )
+
+
+def test_a_failure_inside_a_function_called_from_an_inlined_let_is_placed_at_the_let(tmp_path):
+    source = (
+        "input { n: int }\n"
+        "fn inv(n: int) -> number = 1 / n\n"
+        "stage a -> text {\n"
+        "  let p = inv(input.n)\n"
+        "  let z = 1\n"
+        '  return "${p} ${z}"\n}\n'
+    )
+    plan = api.plan_from_data(api.compile_source(source, "inv.flow").plan, "inv.flow")
+    error = api.run_sync(plan, {"n": 0}, workspace=str(tmp_path)).error
+    assert error is not None and error.code == "arithmetic"
+    assert (error.source, error.where.get("label")) == ("inv.flow:4:11", "a › p")
+
+
+def test_the_caret_of_an_error_inside_a_function_is_on_the_call_as_written():
+    lines = ["stage a -> text {", "  let p = inv(input.n)", "}"]
+    message = "in function `inv`, called as `inv(input.n)`: `1 / n`: division by zero"
+    assert api.expression_position(lines, 2, message) == (2, 11, len("inv(input.n)"))

@@ -469,7 +469,12 @@ class TypeChecks(CheckerShared):
                 name = self.import_refs.get(id(t), name)
             if name in PRIMS:
                 return PRIMS[name]
-            if self.hidden and name in self.hidden and t.span.file == self.module.file:
+            if (
+                self.hidden
+                and name in self.hidden
+                and t.span.file == self.module.file
+                and name not in self.error_names  # its import failed: reported there
+            ):
                 self._not_imported(t)
                 return ERROR
             if name == VERDICT_TYPE:
@@ -492,7 +497,12 @@ class TypeChecks(CheckerShared):
             if builtin is not None:  # Error, ErrorPlace; `Outcome` without its `<T>`
                 return builtin
             self.report(
-                D.UNKNOWN_TYPE, f"unknown type `{name}`", t.span, hint=self._type_hint(name)
+                D.UNKNOWN_TYPE,
+                f"unknown type `{name}`",
+                t.span,
+                hint=self._type_hint(name)
+                or f"declare it (`type {name} {{ … }}`) or import it from the file that "
+                f'declares it (`import {{ {name} }} from "./file.flow"`)',
             )
             return ERROR
         if isinstance(t, ast.GenericType):  # Outcome<T>

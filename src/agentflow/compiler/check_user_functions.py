@@ -18,18 +18,30 @@ the other ``check_*`` mixins:
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from agentflow.compiler.check_types import written_type
 from agentflow.compiler.checker_shared import CheckerShared, Var
 from agentflow.compiler.symbols import Symbol, suggest
-from agentflow.compiler.types import ERROR, Type
+from agentflow.compiler.types import (
+    ERROR,
+    Type,
+    assignable,
+    is_numeric,
+    is_textual,
+    strip_optional,
+    type_str,
+    widen,
+)
 from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Note
 from agentflow.core.functions import FUNCTIONS
+from agentflow.core.vocabulary import EXPRESSION_WORDS, RESERVED_WORDS
 from agentflow.grammar import ast
 
-__all__ = ["FnSig", "UserFunctionChecks", "IMPURE_NODES"]
+__all__ = ["FnSig", "GRAMMAR_WORDS", "UserFunctionChecks", "IMPURE_NODES"]
 
 
 @dataclass(slots=True)
@@ -69,6 +81,12 @@ IMPURE_NODES: dict[type, str] = {
 }
 
 
+#: The words a call ``word(…)`` cannot be written with, because the grammar reads ``word``
+#: as its construct there (``map xs as x { … }``, ``ask …``: docs/reference/programs.md "User
+#: functions"): a function of that name could never be called.
+GRAMMAR_WORDS: frozenset[str] = frozenset(EXPRESSION_WORDS) - RESERVED_WORDS - set(FUNCTIONS)
+
+
 class UserFunctionChecks(CheckerShared):
     """The phases and the typing rule of user functions (see the module docstring)."""
 
@@ -78,6 +96,9 @@ class UserFunctionChecks(CheckerShared):
     current_fn: FnSig | None
     #: the tool calls a call of no function is checked as (kept alive: types are keyed by id)
     stand_ins: list[ast.Call]
+    #: functions declared without parameters (refused at the declaration: their calls, which
+    #: read as tool calls, are not reported again)
+    no_param_fns: set[str]
 
     def fn_items(self) -> list[ast.FnDecl]:
         """The ``fn`` declarations in scope: this file's, then the imported ones."""
@@ -89,6 +110,7 @@ class UserFunctionChecks(CheckerShared):
         self.user_fns = {}
         self.current_fn = None
         self.stand_ins = []
+        self.no_param_fns = set()
         for fn in self.fn_items():
             name = fn.name.name
             params: list[tuple[str, Type]] = []
@@ -101,6 +123,7 @@ class UserFunctionChecks(CheckerShared):
                         f"parameter `{pname}` of `{name}` is defined twice",
                         p.name.span,
                         notes=[Note("first defined here", seen[pname].name.span)],
+                        hint=f"give each parameter of `{name}` its own name",
                     )
                 seen[pname] = p
                 if p.omittable:
@@ -120,6 +143,7 @@ class UserFunctionChecks(CheckerShared):
                     fn.name.span,
                     hint="give it a parameter, or write the value where it is used",
                 )
+                self.no_param_fns.add(name)
             sig = FnSig(name, params, self.resolve_type(fn.returns), fn)
             if self._clashes(fn):
                 continue
@@ -129,6 +153,15 @@ class UserFunctionChecks(CheckerShared):
         """Report a function whose name is taken: by a library function, a declared tool or
         another function (``duplicate-definition``); True when it is."""
         name = fn.name.name
+        if name in GRAMMAR_WORDS:
+            self.report(
+                D.DUPLICATE_DEFINITION,
+                f"`{name}` is a word of the language: `{name}(…)` reads as its construct, so a "
+                "user function of that name could never be called",
+                fn.name.span,
+                hint=f"name it otherwise (`my_{name}`)",
+            )
+            return True
         if name in FUNCTIONS:
             self.report(
                 D.DUPLICATE_DEFINITION,
@@ -151,15 +184,7 @@ class UserFunctionChecks(CheckerShared):
             return True
         prev = self.user_fns.get(name)
         if prev is not None and fn.span.file != self.module.file:
-            ident = self._import_ident(fn)
-            if ident is not None:
-                self.report(
-                    D.IMPORT_CONFLICT,
-                    f"function `{name}` is imported but is also declared in this file",
-                    ident.span,
-                    notes=[Note(f"the other `{name}`", prev.decl.name.span)],
-                    hint="rename or remove the local function",
-                )
+            self._name_taken(fn, prev.decl)
             return True
         if prev is not None:
             self.report(
@@ -167,23 +192,82 @@ class UserFunctionChecks(CheckerShared):
                 f"function `{name}` is defined twice",
                 fn.name.span,
                 notes=[Note("first defined here", prev.decl.name.span)],
+                hint=f"rename one of them (and its calls), or remove one: `{name}` names "
+                "one function",
             )
             return True
         return False
 
-    def _import_ident(self, fn: ast.FnDecl) -> ast.Ident | None:
-        """Where this file imports ``fn`` (or the function that brought it), or None."""
+    def _name_taken(self, fn: ast.FnDecl, prev: ast.FnDecl) -> None:
+        """``import-conflict`` for an imported function (or one an imported function brings
+        along) whose name is already a function of the program (docs/decisions.md "User
+        functions (fnuser)": a program holds one function per name)."""
+        name = fn.name.name
+        imp = self._import_of(fn)
+        ident = self._import_ident(fn)
+        if imp is None or ident is None:
+            return
+        explicit = imp.ident is not None
+        local = prev.span.file == self.module.file
+        if local and explicit:
+            self.report(
+                D.IMPORT_CONFLICT,
+                f"function `{name}` is imported but is also declared in this file",
+                ident.span,
+                notes=[Note(f"the other `{name}`", prev.name.span)],
+                hint="rename or remove the local function",
+            )
+        elif local:
+            self.report(
+                D.IMPORT_CONFLICT,
+                f"function `{name}` of this file has the name of {self._role(fn)}: a "
+                "program holds one function per name",
+                prev.name.span,
+                notes=[
+                    Note(f"the other `{name}`", fn.name.span),
+                    Note(f"`{imp.via}` is imported here", ident.span),
+                ],
+                hint=f"rename this file's `{name}` (and its calls)",
+            )
+        else:
+            self.report(
+                D.IMPORT_CONFLICT,
+                f"two functions named `{name}` come into this file, {self._role(prev)} and "
+                f"{self._role(fn)}: a program holds one function per name",
+                ident.span,
+                notes=[Note(f"a `{name}`", prev.name.span), Note(f"a `{name}`", fn.name.span)],
+                hint=f"rename one of the two `{name}`s in its file (and its calls there)",
+            )
+
+    def _role(self, fn: ast.FnDecl) -> str:
+        """How a message names an imported function: "`helper` of `./lib.flow` (which
+        `rank` calls)" (brought along) or "`rank` of `./lib.flow`" (imported by name)."""
+        base = os.path.dirname(self.module.file) or "."
+        shown = os.path.relpath(fn.span.file, base)
+        if not shown.startswith("."):
+            shown = "./" + shown
+        imp = self._import_of(fn)
+        if imp is not None and imp.ident is None and imp.via is not None:
+            return f"`{fn.name.name}` of `{shown}` (which `{imp.via}` calls)"
+        return f"`{fn.name.name}` of `{shown}`"
+
+    def _import_of(self, fn: ast.FnDecl) -> Any:
+        """The ``Imported`` entry (``compiler.imports``) that brought ``fn``, or None."""
         if self.imports is None:
             return None
-        for imp in self.imports.declared:
-            if imp.item is fn:
-                ident: ast.Ident | None = imp.ident
-                if ident is not None:
-                    return ident
-                via = imp.via
-                pairs = list(imp.decl.pairs())
-                return next((loc for _, loc in pairs if loc.name == via), None)
-        return None
+        return next((imp for imp in self.imports.declared if imp.item is fn), None)
+
+    def _import_ident(self, fn: ast.FnDecl) -> ast.Ident | None:
+        """Where this file imports ``fn`` (or the function that brought it), or None."""
+        imp = self._import_of(fn)
+        if imp is None:
+            return None
+        ident: ast.Ident | None = imp.ident
+        if ident is not None:
+            return ident
+        via = imp.via
+        pairs = list(imp.decl.pairs())
+        return next((loc for _, loc in pairs if loc.name == via), None)
 
     def check_user_functions(self) -> None:
         """Each function's body: pure, typed against its result, its parameters used; then
@@ -225,7 +309,15 @@ class UserFunctionChecks(CheckerShared):
         self.current_stage = None
         self.current_fn = sig
         try:
-            self.expr(fn.body, sig.returns)
+            self._typed(
+                fn.body,
+                sig.returns,
+                written_type(fn.returns),
+                f"the body of `{sig.name}`",
+                [Note(f"`{sig.signature}`", fn.name.span)],
+                f"make the body a `{written_type(fn.returns)}`, or declare the result it has "
+                "(`-> {found}`)",
+            )
         finally:
             scope = self.scopes[0]
             self.scopes, self.current_stage = saved_scopes, saved_stage
@@ -296,9 +388,11 @@ class UserFunctionChecks(CheckerShared):
         sig = self.user_fns.get(e.name)
         if sig is None:
             return self._not_user_function(e, hint)
-        if e.name in self.hidden_fns and (
-            self.current_fn is None or self.current_fn.decl.span.file == self.module.file
-        ):
+        if (
+            e.name in self.hidden_fns
+            and sig.decl.span.file != self.module.file
+            and e.name not in self.error_names
+        ) and (self.current_fn is None or self.current_fn.decl.span.file == self.module.file):
             self.report(
                 D.UNKNOWN_FUNCTION,
                 f"unknown function `{e.name}`",
@@ -316,11 +410,55 @@ class UserFunctionChecks(CheckerShared):
                 notes=[Note(f"`{sig.signature}`", sig.decl.name.span)],
                 hint="pass one argument per parameter, in order",
             )
-        for arg, (_, t) in zip(e.args, sig.params, strict=False):
-            self.expr(arg, t)
+        for arg, (pname, t), p in zip(e.args, sig.params, sig.decl.params, strict=False):
+            self._typed(
+                arg,
+                t,
+                written_type(p.type),
+                f"argument `{pname}` of `{e.name}`",
+                [Note(f"`{sig.signature}`", sig.decl.name.span)],
+                f"pass a `{written_type(p.type)}` as `{pname}`",
+            )
         for arg in e.args[len(sig.params) :]:
             self.infer(arg)
         return sig.returns
+
+    def _typed(
+        self,
+        e: ast.Expr,
+        want: Type,
+        shown: str,
+        what: str,
+        notes: list[Note],
+        hint: str,
+    ) -> None:
+        """Type ``e`` against ``want`` (written ``shown``), a mismatch told as ``what``
+        (an argument of a function, a body) with the signature in ``notes`` and ``hint``
+        (``{found}`` replaced by the type found), or the usual conversion when one fits; an
+        object or list literal is told field by field as everywhere."""
+        got = self.infer(e, want)
+        if assignable(got, want, self.env):
+            return
+        if isinstance(e, ast.ObjectLit | ast.ListLit):
+            self.mismatch(e, got, want)
+            return
+        found = type_str(widen(got))
+        r = self.env.resolve(strip_optional(got, self.env))
+        w = self.env.resolve(want)
+        usual = self._mismatch_hint(got, want)
+        if usual is not None:
+            hint = usual
+        elif is_textual(w, self.env) and is_numeric(r, self.env):
+            hint = "`to_text(x)` turns a number into text"
+        elif is_numeric(w, self.env) and is_textual(r, self.env):
+            hint = "`parse_int(s)` or `parse_number(s)` reads a number from text"
+        self.report(
+            D.TYPE_MISMATCH,
+            f"{what}: expected `{shown}`, found `{found}`",
+            e.span,
+            notes=notes,
+            hint=hint.replace("{found}", found),
+        )
 
     def _not_user_function(self, e: ast.UserCall, hint: Type | None) -> Type:
         if e.name in self.user_fns_refused():
@@ -352,6 +490,8 @@ class UserFunctionChecks(CheckerShared):
         sig = getattr(self, "user_fns", {}).get(e.callee.name)
         if sig is None:
             return False
+        if e.callee.name in self.no_param_fns and not e.args:
+            return True  # `f()` of a `fn f()` refused at its declaration
         shown = ", ".join(n for n, _ in sig.params)
         note = Note(f"`{sig.signature}`", sig.decl.name.span)
         if e.args:

@@ -191,6 +191,9 @@ class CheckerShared:
     def mismatch(self, expr: ast.Expr, got: Type, want: Type) -> None:
         raise NotImplementedError
 
+    def _mismatch_hint(self, got: Type, want: Type) -> str | None:
+        raise NotImplementedError
+
     def name(self, e: ast.Name) -> Type:
         raise NotImplementedError
 

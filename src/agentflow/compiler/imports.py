@@ -91,6 +91,9 @@ class Imports:
     #: display name → the type names in scope in that file (its ``type_decls``), for every
     #: file read (transitively): a type's body is read in its own file's scope
     scopes: dict[str, dict[str, TypeItem]] = field(default_factory=dict)
+    #: display name → the user functions in scope in that file (its own and imported ones),
+    #: for every file read (transitively): a call in a body is read in its own file's scope
+    fn_scopes: dict[str, dict[str, ast.FnDecl]] = field(default_factory=dict)
     #: ``id(NamedType)`` → this module's name for the type, for each type written in an
     #: imported declaration under another name than this module knows it by (a renamed
     #: import: ``import { Severity as Level }`` makes ``Ticket``'s ``Severity`` a ``Level``)
@@ -302,11 +305,13 @@ class Importer:
         out.sources[checked.module.file] = text
         deps = checked.imports
         out.scopes[checked.module.file] = checked.type_decls
+        out.fn_scopes[checked.module.file] = {n: s.decl for n, s in checked.functions.items()}
         if deps is not None:
             out.files |= deps.files
             out.paths.update(deps.paths)
             out.sources.update(deps.sources)
             out.scopes.update(deps.scopes)
+            out.fn_scopes.update(deps.fn_scopes)
         scope = _scope(checked)
         errors = checked.errors
         cycle = next((d for d in errors if d.code == D.IMPORT_CYCLE), None)
@@ -329,7 +334,7 @@ class Importer:
                     continue  # accepted everywhere, as a type of a file with errors is
                 out.failed.discard(local.name)
                 out.declared.append(Imported(local.name, fn, decl, local))
-                for dep in _function_dependencies(fn, checked, out.scopes):
+                for dep in _function_dependencies(fn, out.scopes, out.fn_scopes):
                     out.declared.append(Imported(dep.name.name, dep, decl, None, local.name))
                 continue
             item = scope.get(ident.name)
@@ -532,14 +537,35 @@ def _unknown(
                 hint="import the types it works with, or call that flow as the tool "
                 f"`plan__{checked.flow_name}`",
             )
+    sig = checked.functions.get(name)
+    if sig is not None:  # a function imported there from a third file
+        fn = sig.decl
+        there = _relative(fn.span.file, decl.span.file)
+        return Diagnostic(
+            D.UNKNOWN_IMPORT,
+            f"`{name}` is a function that `{file}` imports from `{there}`: a file offers only "
+            "what it declares",
+            ident.span,
+            notes=[Note("declared here", fn.name.span)],
+            hint=f'import it from the file that declares it: `import {{ {name} }} from "{there}"`',
+        )
     own = [n for n, i in checked.type_decls.items() if i.span.file == checked.module.file]
+    fns = [n for n, s in checked.functions.items() if s.decl.span.file == checked.module.file]
+    what = "type or function" if fns else "type"
+    own += fns
     return Diagnostic(
         D.UNKNOWN_IMPORT,
-        f"`{file}` declares no type `{name}`",
+        f"`{file}` declares no {what} `{name}`",
         ident.span,
         hint=did_you_mean(name, own)
-        or (f"it declares {_listing(own)}" if own else "it declares no type"),
+        or (f"it declares {_listing(own)}" if own else "it declares no type or function"),
     )
+
+
+def _relative(file: str, importer: str) -> str:
+    """``file`` as an import path from the file ``importer`` (``./lib.flow``, ``../x.flow``)."""
+    shown = os.path.relpath(file, os.path.dirname(importer) or ".")
+    return shown if shown.startswith(".") else "./" + shown
 
 
 def _function(checked: CheckResult, name: str) -> ast.FnDecl | None:
@@ -552,15 +578,20 @@ def _function(checked: CheckResult, name: str) -> ast.FnDecl | None:
 
 
 def _function_dependencies(
-    fn: ast.FnDecl, checked: CheckResult, scopes: dict[str, dict[str, TypeItem]]
+    fn: ast.FnDecl,
+    scopes: dict[str, dict[str, TypeItem]],
+    fn_scopes: dict[str, dict[str, ast.FnDecl]],
 ) -> Iterator[Item]:
-    """What an imported function needs, transitively: the functions of its file it calls and
-    the types their signatures name (with the types those refer to), ``fn`` itself left out."""
+    """What an imported function needs, transitively: the functions it calls (its file's own
+    and those its file imported, and theirs, across files) and the types their signatures name
+    (with the types those refer to), ``fn`` itself left out. Each name is looked up in the
+    scope of the file that wrote it (``scopes``, ``fn_scopes``, by display name)."""
     seen: set[int] = {id(fn)}
     todo = [fn]
-    scope = scopes.get(fn.span.file, {})
     while todo:
         cur = todo.pop()
+        scope = scopes.get(cur.span.file, {})
+        functions = fn_scopes.get(cur.span.file, {})
         for p in [*(q.type for q in cur.params), cur.returns]:
             for node in ast.walk(p):
                 if isinstance(node, ast.NamedType):
@@ -574,7 +605,7 @@ def _function_dependencies(
                                 yield more
         for node in ast.walk(cur.body):
             if isinstance(node, ast.UserCall):
-                callee = _function(checked, node.name)
+                callee = functions.get(node.name)
                 if callee is not None and id(callee) not in seen:
                     seen.add(id(callee))
                     todo.append(callee)

@@ -739,10 +739,11 @@ _FAILING_OPS = frozenset({"+", "-", "*", "/", "%"})
 
 def _can_fail(e: ast.Expr) -> bool:
     """True when evaluating ``e`` can raise a run-time error of its own: it calls a library
-    function, does arithmetic or indexes."""
+    function or a user function (whose body can fail: docs/reference/programs.md "User
+    functions"), does arithmetic or indexes."""
     for n in ast.walk(e):
         t = type(n)
-        if t is ast.FuncCall or t is ast.Index:
+        if t is ast.FuncCall or t is ast.UserCall or t is ast.Index:
             return True
         if (t is ast.Binary or t is ast.Unary) and n.op in _FAILING_OPS:  # type: ignore[attr-defined]
             return True

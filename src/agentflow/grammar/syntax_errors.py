@@ -206,6 +206,10 @@ def _match_hint(tok: Any, expected: set[str], prev: Tok | None, sc: Scanner) -> 
     return None
 
 
+#: `fn name` before the offending `<` of `fn gen<T>(…)`
+_FN_NAME_BEFORE = re.compile(r"(?:^|[\s;])fn\s+[A-Za-z_][A-Za-z0-9_]*\s*$")
+
+
 def _syntax_hint(
     tok: Any, expected: set[str], values: list[Any] | None, sc: Scanner, in_agent_block: bool
 ) -> str | None:
@@ -213,6 +217,12 @@ def _syntax_hint(
     terminals that fit (``expected``), the tokens shifted before it (``values``) and whether
     the parser is inside an agent block."""
     typ = tok.type
+    if typ == "LT" and _FN_NAME_BEFORE.search(_line_before(sc, tok)):
+        # `fn gen<T>(x: T) -> T` of languages with generics
+        return (
+            "functions have no type parameters: write the types of the parameters and the "
+            "result (`fn first(xs: text[]) -> text? = …`), one function per type"
+        )
     hint = _generic_hint(tok, expected, sc)
     if hint is not None:
         return hint

@@ -41,7 +41,7 @@ from agentflow.core.diagnostics import (
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import BODY_KEYS
 from agentflow.errors import PlanLoadError
-from agentflow.ir.models import CAMEL_ALIASES, Backoff, Finish, Plan, Retry, Step
+from agentflow.ir.models import CAMEL_ALIASES, Backoff, Finish, Plan, PlanFunction, Retry, Step
 from agentflow.ir.templates import NodeSource, Path, SourceMap, path_str
 from agentflow.ir.validate import call_cycles, validate_plan, walk_steps
 
@@ -572,8 +572,15 @@ class _Builder:
         loc = self.smap.location(path, key=key) if self.smap else Span.at(self.file)
         self.problems.append(Diagnostic(code, f"{_prefix(path)}{message}", loc, hint=hint))
 
-    def check_keys(self, data: dict[str, Any], model: type[BaseModel], path: Path) -> None:
-        """Unknown fields (with a hint) and fields given under two spellings."""
+    def check_keys(
+        self,
+        data: dict[str, Any],
+        model: type[BaseModel],
+        path: Path,
+        fallback: str | None = None,
+    ) -> None:
+        """Unknown fields (with a hint: a did-you-mean, else ``fallback``) and fields given
+        under two spellings."""
         accepted = _fields(model)
         canon_seen: dict[str, str] = {}
         for key in data:
@@ -584,7 +591,7 @@ class _Builder:
                     (*path, key),
                     f"unknown field `{key}`",
                     code=PLAN_UNKNOWN_FIELD,
-                    hint=hint,
+                    hint=hint or fallback,
                     key=True,
                 )
                 if hint is not None:  # its "missing required field" is this same mistake
@@ -682,9 +689,12 @@ class _Builder:
                 finish = self.validate(Finish, known, (*path, "finish"))
                 if finish is None:
                     broken.add("finish")
+        functions = self.functions(data, path, broken)
         known = {k: v for k, v in data.items() if k in _fields(Plan)}
         known["steps"] = steps
         known["plans"] = plans
+        if functions is not None:
+            known["functions"] = functions
         if finish is not None:
             known["finish"] = finish
         else:
@@ -694,7 +704,12 @@ class _Builder:
         plan = self.validate(Plan, known, path)
         if plan is None:
             # keep going with what is valid so every problem gets reported
-            values: dict[str, Any] = {"steps": steps, "plans": plans, "finish": finish}
+            values: dict[str, Any] = {
+                "steps": steps,
+                "plans": plans,
+                "finish": finish,
+                "functions": functions or {},
+            }
             for key in ("version", "name", "description", "deadline"):
                 if key in data:
                     values[key] = data[key]
@@ -713,6 +728,43 @@ class _Builder:
         plan._path = tuple(path)
         plan._broken = broken
         return plan
+
+    def functions(
+        self, data: dict[str, Any], path: Path, broken: set[str]
+    ) -> dict[str, PlanFunction] | None:
+        """The plan's ``functions`` entry by entry (docs/spec/PLAN_IR.md "functions"): each
+        entry's unknown fields (`plan-unknown-field`, with a did-you-mean) and invalid values
+        reported at that entry, the valid ones kept (an entry with only an unknown field too),
+        so that one bad entry never drops the others; a name whose entry is invalid is marked
+        ``function:NAME`` in ``broken`` (its calls are not reported again). None when the plan
+        has no ``functions`` mapping."""
+        if "functions" not in data:
+            return None
+        raw_fns = data["functions"]
+        if not isinstance(raw_fns, dict):
+            self.problem(
+                (*path, "functions"),
+                "`functions` must map names to functions (`{params: [names], expr: body}`)",
+            )
+            broken.add("functions")
+            return {}
+        out: dict[str, PlanFunction] = {}
+        for name, raw in raw_fns.items():
+            fpath = (*path, "functions", name)
+            if not isinstance(raw, dict):
+                self.problem(
+                    fpath, "a function must be a mapping with `params` and `expr`", key=True
+                )
+                broken.add(f"function:{name}")
+                continue
+            self.check_keys(raw, PlanFunction, fpath, "a function has `params`, `expr` and `meta`")
+            fields = {k: v for k, v in raw.items() if k in PlanFunction.model_fields}
+            fn = self.validate(PlanFunction, fields, fpath)
+            if fn is None:
+                broken.add(f"function:{name}")
+                continue
+            out[str(name)] = fn
+        return out
 
     # -- steps -----------------------------------------------------------------------------
 

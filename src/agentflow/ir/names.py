@@ -257,8 +257,12 @@ def expression_position(lines: list[str], line: int, message: str) -> tuple[int,
     in ``lines`` (the `.flow`'s) from the failing step's ``line`` on, so that the caret points at
     ``ticket[0]`` and not at the ``agent(`` that holds it.  None when the message quotes
     nothing, or the text is not written as such (an expression the compiler put together from
-    several, a ``let`` inlined into it)."""
+    several, a ``let`` inlined into it). An error inside a user function quotes the call as
+    written (``in function `inv`, called as `inv(x)`: …``): the call is the expression."""
     start = message.find("`")
+    if message.startswith("in function `"):  # an error inside a user function: its call
+        called = message.find("called as `")
+        start = called + len("called as ") if called >= 0 else start
     end = message.find("`", start + 1) if start >= 0 else -1
     if start < 0 or end <= start + 1:
         return None

@@ -183,6 +183,9 @@ class _Validator:
         self.problems: list[Diagnostic] = []
         #: the plan's functions by name (docs/spec/PLAN_IR.md "functions"), its sub-plans' too
         self.fn_table: dict[str, Function] = {}
+        #: names of the plan's functions whose entry or body is invalid (reported there once:
+        #: their calls are not reported again as unknown)
+        self.fn_refused: set[str] = set()
 
     # -- reporting -------------------------------------------------------------------------
 
@@ -297,6 +300,8 @@ class _Validator:
                 code=PLAN_UNKNOWN_FIELD,
             )
         if top:
+            #: functions whose entry is invalid (reported there): their calls are not
+            self.fn_refused = {b.split(":", 1)[1] for b in broken if b.startswith("function:")}
             self.fn_table = self.functions(plan, path)
             plan.function_table = self.fn_table
 
@@ -383,6 +388,8 @@ class _Validator:
             return compiled
         known = {n: len(f.params) for n, f in self.fn_table.items()}
         for call in calls:
+            if call.name in self.fn_refused and call.name not in known:
+                continue
             problem = call_problem(call, known)
             if problem is not None:
                 self.problem(
@@ -415,8 +422,11 @@ class _Validator:
                 fn.expr, file=self.file, path=epath, source_map=self.smap, problems=self.problems
             )
             if body is None:
+                self.fn_refused.add(name)
                 continue
             for message, node, hint in body_problems(name, params, body, known):
+                if isinstance(node, ast.UserCall) and node.name in self.fn_refused:
+                    continue
                 code = PLAN_FUNCTION_CALL if isinstance(node, ast.UserCall) else PLAN_UNKNOWN_NAME
                 self.problem(epath, message, hint=hint, span=node.span, code=code)
             calls[name] = [c.name for c in calls_in(body) if c.name in known]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agentflow.compiler import types as T
+from agentflow.compiler.check_types import written_type
 from agentflow.compiler.checker import Symbol, ToolSig
 from agentflow.core.functions import FUNCTIONS
 from agentflow.core.spans import Span
@@ -45,7 +46,10 @@ def hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
         # a name used inside a narrowing `if` has the narrowed type the checker gave it
         shown = res.expr_types.get(id(name), sym.type) if isinstance(name, ast.Name) else sym.type
         shown = sym.type if isinstance(shown, T.ErrorType) else shown
-        text = locate.fence(f"({sym.kind}) {sym.name}: {T.type_str(shown)}")
+        written = T.type_str(shown)
+        if sym.kind == "param" and shown is sym.type and isinstance(sym.decl, ast.Param):
+            written = written_type(sym.decl.type)  # `s: Sev`, as the `fn` writes it
+        text = locate.fence(f"({sym.kind}) {sym.name}: {written}")
         doc = symbol_doc(a, sym)
         return locate.with_doc(text, doc), name.span
     if kind == "tool":

@@ -22,9 +22,16 @@ def _at(offset: int, s: Span) -> bool:
 
 
 def function_under(a: Analysis, offset: int) -> tuple[FnSig, Span] | None:
-    """The user function whose name is under ``offset`` — in a call or its ``fn`` — and the
-    span of that name, or None."""
+    """The user function whose name is under ``offset`` — in a call, its ``fn`` or an
+    ``import`` item — and the span of that name, or None."""
     for node in reversed(locate.node_path(a, offset)):
+        if isinstance(node, ast.ImportDecl):  # `import { rank } from "./lib.flow"`
+            for name, local in node.pairs():
+                for ident in (name, local):
+                    if _at(offset, ident.span):
+                        sig = a.result.functions.get(local.name)
+                        return (sig, ident.span) if sig is not None else None
+            return None
         if isinstance(node, ast.UserCall):
             sig = a.result.functions.get(node.name)
             if sig is not None and _at(offset, node.name_span):

@@ -69,6 +69,8 @@ SOURCE_TERMS_CODES = frozenset(
     | {Code.ARITHMETIC}
 )
 _QUOTED = re.compile(r"`([^`]*)`")
+#: how the evaluator names the call of a user function an error arose in (its outermost one)
+_CALLED_AS = re.compile(r"called as `([^`]*)`")
 
 #: How lowering describes the sub-plans it outlines (compiler/lowering.py): "…, outlined by flowc".
 OUTLINED_MARK = ", outlined by flowc"
@@ -87,7 +89,10 @@ def let_of(error: Any, meta: Any) -> dict[str, str] | None:
     lets = meta.get("lets") if isinstance(meta, dict) else None
     if not lets or not isinstance(lets, list) or not quotes_expressions(error):
         return None
-    m = _QUOTED.search(str(getattr(error, "message", "")))
+    message = str(getattr(error, "message", ""))
+    # an error inside a user function: the call as written in the step is what failed
+    m = _CALLED_AS.search(message) if message.startswith("in function `") else None
+    m = m or _QUOTED.search(message)
     if m is None:
         return None
     failed = m.group(1)
