@@ -107,3 +107,18 @@ def test_fmt_keeps_the_library_function_match_a_call():
         '  let m = match(input.s, "x")\n  let match = 1\n  return [m, match + 1]\n}\n'
     )
     assert format_source(text, "m.flow") == text
+
+
+def test_a_repeated_comma_between_arms_is_a_syntax_error_as_in_an_object():
+    for body, column in (
+        ('match input.x { "a" => 1,,, "b" => 2 }', 35),
+        ('match input.x { "a" => 1, _ => 2,, }', 43),
+    ):
+        text = f"input {{ x: text }}\nstage s -> int {{\n  return {body}\n}}\n"
+        _, diags = parse_module(text, "m.flow")
+        assert [(d.message, d.span.line, d.span.column) for d in diags] == [
+            ("expected an arm before `,`", 3, column)
+        ]
+        assert diags[0].hint == "arms of a `match` are separated by one comma: remove this one"
+    message, _ = _hint("{ a: 1,, b: 2 }")
+    assert message == "expected an entry before `,`"
