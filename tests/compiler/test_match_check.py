@@ -124,3 +124,29 @@ def test_big_integers_are_distinct_patterns_and_1_is_1_0():
             "`1.0` is matched by an arm before this one: this pattern is never reached",
         )
     ]
+
+
+def test_an_arm_that_does_not_fit_the_expected_type_is_reported_at_its_value():
+    text = HEAD + (
+        'fn lit(s: Sev) -> Sev = match s { "low" => "high", "medium" | "high" => "max" }\n'
+        "stage s -> Sev {\n"
+        '  let x: Sev = if input.flag then "low" else "none"\n'
+        "  return lit(x)\n}\n"
+    )
+    diags = check_source(text, "m.flow").diagnostics
+    assert [(d.code, d.message, d.span.line, d.span.column) for d in diags] == [
+        (
+            "type-mismatch",
+            'expected `"low" | "medium" | "high"`, found `"max"` in the arm '
+            '`"medium" | "high" => …`',
+            5,
+            73,
+        ),
+        (
+            "type-mismatch",
+            'expected `"low" | "medium" | "high"`, found `"none"` in the `else` branch',
+            7,
+            46,
+        ),
+    ]
+    assert all(d.hint is not None and "so is each" in d.hint for d in diags)
