@@ -138,8 +138,15 @@ _COLON_AFTER = re.compile(r"[ \t]*:(?!:)")
 #: ``match`` is the keyword of a ``match`` expression only when its subject follows on the same
 #: line (a word, a string, a number, ``(`` or ``[`` after a blank, not an operator word): the
 #: library function ``match(s, re)`` and a variable named ``match`` stay names
-#: (docs/decisions.md "match").
-MATCH_AFTER = re.compile(rf"[ \t]+(?!(?:{'|'.join(NOT_A_MATCH_SUBJECT)})\b)" r"[A-Za-z_0-9\"(\[]")
+#: (docs/decisions.md "match").  A prefix ``not`` (not of ``not in``) starts a subject too, and a
+#: prefix ``-`` written against its operand when a ``{`` follows on the line (``match -x {``;
+#: ``match - 1`` and ``match -1`` without a ``{`` are arithmetic on a variable ``match``).
+_OPERAND = r"[A-Za-z_0-9\"(\[]"
+MATCH_AFTER = re.compile(
+    rf"[ \t]+(?:(?!(?:{'|'.join(NOT_A_MATCH_SUBJECT)})\b){_OPERAND}"
+    rf"|not[ \t]+(?!in\b)(?:{_OPERAND}|-)"
+    rf"|-{_OPERAND}[^\n{{]*\{{)"
+)
 WORD_AFTER = re.compile(r"[ \t]+(?:[A-Za-z_0-9\"])")
 #: ``test`` is a common variable name (``test in cases``): it ends an unclosed item only when a
 #: string follows it (``test "name" {``).
