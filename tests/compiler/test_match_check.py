@@ -150,3 +150,16 @@ def test_an_arm_that_does_not_fit_the_expected_type_is_reported_at_its_value():
         ),
     ]
     assert all(d.hint is not None and "so is each" in d.hint for d in diags)
+
+
+def test_a_fraction_against_an_int_is_no_overlap_with_a_hint():
+    text = HEAD + "stage s -> int {\n  return match input.n { 1.5 => 1, _ => 2 }\n}\n"
+    (d,) = check_source(text, "m.flow").diagnostics
+    assert (d.code, d.message) == (
+        "no-overlap",
+        "this pattern can never match: `input.n` is `int`, which has no value `1.5`",
+    )
+    assert d.hint == (
+        "an `int` is a whole number: remove this pattern, or declare `input.n` a `number` if "
+        "it can have a fraction"
+    )

@@ -150,3 +150,20 @@ def test_a_subject_on_the_next_line_gets_the_subject_rule_as_hint():
     ):
         _, hint = _hint(body)
         assert hint is not None and hint.startswith("the subject of `match` starts on the line")
+
+
+def test_a_negative_duration_or_an_exponent_as_a_pattern_has_a_hint():
+    text = (
+        "input { d: duration }\nstage s -> int {\n  return match input.d { -1m => 1, _ => 2 }\n}\n"
+    )
+    _, diags = parse_module(text, "m.flow")
+    assert [(d.message, d.hint) for d in diags] == [
+        (
+            "expected a number, found the duration `1m`",
+            "a duration is never negative: write the pattern without `-` (`1m`)",
+        )
+    ]
+    _, hint = _hint("match input.x { 1e400 => 1, _ => 2 }")
+    assert hint == "a number has no exponent in `.flow`: write its digits (`1e3` is `1000`)"
+    _, hint = _hint("12px")
+    assert hint is not None and hint.startswith("a number is digits")

@@ -275,6 +275,16 @@ def _single_quoted(text: str, i: int, n: int) -> str | None:
     return 'a string is written in double quotes: `"…"`'
 
 
+def _badnum_hint(written: str) -> str:
+    """The fix of a word that starts like a number: ``1e3`` (no exponents), ``5min``, ``12px``."""
+    if re.fullmatch(r"[0-9]+(?:\.[0-9]+)?[eE][0-9]+", written):
+        return "a number has no exponent in `.flow`: write its digits (`1e3` is `1000`)"
+    return (
+        "a number is digits with an optional fraction (`12`, `0.5`); a duration is a number "
+        "with its unit `ms`, `s`, `m` or `h` right after it"
+    )
+
+
 class SynErr(Exception):
     """Internal syntax error: message, primary span, and where recovery may start scanning
     (``resume``: text index, ``depth``: bracket depth there), when known.  ``unclosed`` is
@@ -720,6 +730,7 @@ class Scanner:
                     ls,
                     resume=j,
                     depth=len(stack),
+                    hint=_badnum_hint(text[i:j]),
                 )
             if doc is not None:
                 tok.doc = "\n".join(doc)

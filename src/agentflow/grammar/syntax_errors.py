@@ -206,6 +206,9 @@ def _match_hint(tok: Any, expected: set[str], prev: Tok | None, sc: Scanner) -> 
     """The hints of ``match`` (docs/reference/expressions.md "match"): an arm without ``=>``,
     ``case "a":`` of other languages, an empty ``match``, ``switch``/``when``."""
     arm = 'a `match` arm is `pattern => value`: `"low" => 1`, `"a" | "b" => 2`, `_ => 0`'
+    if tok.type == "DURATION" and prev is not None and prev.type in ("MINUS", "MINUS_NL"):
+        # `match d { -1m => … }`: only a number pattern takes a sign
+        return "a duration is never negative: write the pattern without `-` (`1m`)"
     if "FATARROW" in expected and tok.type != "FATARROW":
         if prev is not None and prev.type == "NAME" and prev.value == "case":
             return f"there is no `case`: {arm}"
