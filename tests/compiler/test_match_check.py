@@ -163,3 +163,22 @@ def test_a_fraction_against_an_int_is_no_overlap_with_a_hint():
         "an `int` is a whole number: remove this pattern, or declare `input.n` a `number` if "
         "it can have a fraction"
     )
+
+
+def test_fmt_moves_a_leading_comma_and_a_brace_on_its_own_line_to_the_arm_and_subject():
+    text = (
+        "input { s: text, n: int }\nstage s -> text {\n"
+        '  let a = match input.s { "low" => "a", "medium" => "b"\n'
+        '    , "high" => "c", _ => "d" }\n'
+        '  let b = match input.n\n  {\n    1 => "y"\n    , _ => "z",\n  }\n'
+        "  return a + b\n}\n"
+    )
+    out = format_source(text, "m.flow")
+    assert out == (
+        "input { s: text, n: int }\nstage s -> text {\n"
+        "  let a = match input.s {\n"
+        '    "low" => "a",\n    "medium" => "b",\n    "high" => "c",\n    _ => "d"\n  }\n'
+        '  let b = match input.n {\n    1 => "y",\n    _ => "z",\n  }\n'
+        "  return a + b\n}\n"
+    )
+    assert format_source(out, "m.flow") == out
