@@ -225,7 +225,11 @@ def _comma(c: _Kids) -> _Acc:
     """A separating comma after an entry (a second comma, or one before any entry, is an error)."""
     acc = c[0]
     if acc.comma or not acc:
-        raise SynErr("expected an entry before `,`", c[1].span)
+        raise SynErr(
+            "expected an entry before `,`",
+            c[1].span,
+            hint="one comma separates two entries: remove this one",
+        )
     acc.comma = True
     out: _Acc = acc
     return out
