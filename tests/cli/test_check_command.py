@@ -223,3 +223,19 @@ def test_a_directory_without_flow_files_is_an_error_not_a_silent_pass(tmp_path):
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip() == "error: no .flow files in empty"
     assert done.stdout == ""
+
+
+def test_the_report_on_stdout_ends_its_last_line_before_the_summary(tmp_path):
+    """On a terminal stdout and stderr share the screen: the last diagnostic's line is ended on
+    stdout, so the summary on stderr starts a line of its own (a file without a final newline,
+    a last diagnostic with a hint or with none)."""
+    texts = {
+        "hint.flow": 'input { s: text }\nstage s -> int {\n  return match input.s { "a" => 1 }\n}',
+        "nohint.flow": "input { s: text }\nstage s -> int {\n  return { a: 1,, b: 2 }\n}\n",
+        "warn.flow": WARN,
+    }
+    for name, text in texts.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        res = run(str(tmp_path / name))
+        assert res.stdout and res.stdout.endswith("\n") and not res.stdout.endswith("\n\n")
+        assert res.stderr.strip().endswith("in 1 file(s)")

@@ -124,3 +124,61 @@ def test_big_integers_are_distinct_patterns_and_1_is_1_0():
             "`1.0` is matched by an arm before this one: this pattern is never reached",
         )
     ]
+
+
+def test_an_arm_that_does_not_fit_the_expected_type_is_reported_at_its_value():
+    text = HEAD + (
+        'fn lit(s: Sev) -> Sev = match s { "low" => "high", "medium" | "high" => "max" }\n'
+        "stage s -> Sev {\n"
+        '  let x: Sev = if input.flag then "low" else "none"\n'
+        "  return lit(x)\n}\n"
+    )
+    diags = check_source(text, "m.flow").diagnostics
+    assert [(d.code, d.message, d.span.line, d.span.column) for d in diags] == [
+        (
+            "type-mismatch",
+            'expected `"low" | "medium" | "high"`, found `"max"` in the arm '
+            '`"medium" | "high" => …`',
+            5,
+            73,
+        ),
+        (
+            "type-mismatch",
+            'expected `"low" | "medium" | "high"`, found `"none"` in the `else` branch',
+            7,
+            46,
+        ),
+    ]
+    assert all(d.hint is not None and "so is each" in d.hint for d in diags)
+
+
+def test_a_fraction_against_an_int_is_no_overlap_with_a_hint():
+    text = HEAD + "stage s -> int {\n  return match input.n { 1.5 => 1, _ => 2 }\n}\n"
+    (d,) = check_source(text, "m.flow").diagnostics
+    assert (d.code, d.message) == (
+        "no-overlap",
+        "this pattern can never match: `input.n` is `int`, which has no value `1.5`",
+    )
+    assert d.hint == (
+        "an `int` is a whole number: remove this pattern, or declare `input.n` a `number` if "
+        "it can have a fraction"
+    )
+
+
+def test_fmt_moves_a_leading_comma_and_a_brace_on_its_own_line_to_the_arm_and_subject():
+    text = (
+        "input { s: text, n: int }\nstage s -> text {\n"
+        '  let a = match input.s { "low" => "a", "medium" => "b"\n'
+        '    , "high" => "c", _ => "d" }\n'
+        '  let b = match input.n\n  {\n    1 => "y"\n    , _ => "z",\n  }\n'
+        "  return a + b\n}\n"
+    )
+    out = format_source(text, "m.flow")
+    assert out == (
+        "input { s: text, n: int }\nstage s -> text {\n"
+        "  let a = match input.s {\n"
+        '    "low" => "a",\n    "medium" => "b",\n    "high" => "c",\n    _ => "d"\n  }\n'
+        '  let b = match input.n {\n    1 => "y",\n    _ => "z",\n  }\n'
+        "  return a + b\n}\n"
+    )
+    assert format_source(out, "m.flow") == out

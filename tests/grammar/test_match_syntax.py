@@ -107,3 +107,63 @@ def test_fmt_keeps_the_library_function_match_a_call():
         '  let m = match(input.s, "x")\n  let match = 1\n  return [m, match + 1]\n}\n'
     )
     assert format_source(text, "m.flow") == text
+
+
+def test_a_repeated_comma_between_arms_is_a_syntax_error_as_in_an_object():
+    for body, column in (
+        ('match input.x { "a" => 1,,, "b" => 2 }', 35),
+        ('match input.x { "a" => 1, _ => 2,, }', 43),
+    ):
+        text = f"input {{ x: text }}\nstage s -> int {{\n  return {body}\n}}\n"
+        _, diags = parse_module(text, "m.flow")
+        assert [(d.message, d.span.line, d.span.column) for d in diags] == [
+            ("expected an arm before `,`", 3, column)
+        ]
+        assert diags[0].hint == "arms of a `match` are separated by one comma: remove this one"
+    message, _ = _hint("{ a: 1,, b: 2 }")
+    assert message == "expected an entry before `,`"
+
+
+def test_a_prefix_minus_or_not_starts_a_subject_and_match_minus_one_stays_arithmetic():
+    text = (
+        "input { n: int, b: bool }\nstage s -> int {\n"
+        "  let a = match -input.n { 1 => 10, _ => 20 }\n"
+        "  let c = match not input.b { true => 1, false => 2 }\n"
+        "  let match = 3\n"
+        "  let d = match -1\n"
+        "  let e = [match - 1, match not in [1]]\n"
+        "  return a + c + d\n}\n"
+    )
+    stmts = _stmts(text)
+    a, c = stmts[0].value, stmts[1].value
+    assert isinstance(a, ast.MatchExpr) and isinstance(a.subject, ast.Unary)
+    assert isinstance(c, ast.MatchExpr) and isinstance(c.subject, ast.Unary)
+    d = stmts[3].value
+    assert isinstance(d, ast.Binary) and isinstance(d.left, ast.Name)
+    assert_same_as_lalr(text, "m.flow", taken=True)
+
+
+def test_a_subject_on_the_next_line_gets_the_subject_rule_as_hint():
+    for body in (
+        'match\n    input.x {\n      "a" => 1,\n      _ => 2,\n    }',
+        'match\n    input.x { "a" => 1, _ => 2 }',
+    ):
+        _, hint = _hint(body)
+        assert hint is not None and hint.startswith("the subject of `match` starts on the line")
+
+
+def test_a_negative_duration_or_an_exponent_as_a_pattern_has_a_hint():
+    text = (
+        "input { d: duration }\nstage s -> int {\n  return match input.d { -1m => 1, _ => 2 }\n}\n"
+    )
+    _, diags = parse_module(text, "m.flow")
+    assert [(d.message, d.hint) for d in diags] == [
+        (
+            "expected a number, found the duration `1m`",
+            "a duration is never negative: write the pattern without `-` (`1m`)",
+        )
+    ]
+    _, hint = _hint("match input.x { 1e400 => 1, _ => 2 }")
+    assert hint == "a number has no exponent in `.flow`: write its digits (`1e3` is `1000`)"
+    _, hint = _hint("12px")
+    assert hint is not None and hint.startswith("a number is digits")

@@ -15,6 +15,7 @@ from agentflow.compiler.checker_shared import CheckerShared, Narrowing
 from agentflow.compiler.symbols import Symbol
 from agentflow.compiler.types import (
     DURATION,
+    INT,
     NULL,
     ErrorType,
     LiteralType,
@@ -188,6 +189,13 @@ class MatchChecks(CheckerShared):
                         hint = f"{close.rstrip('?')}? ({hint})"
             elif pt == NULL:
                 hint = f"{subject} is never null: its type is `{type_str(st)}`, not optional"
+            elif self.env.resolve(ls) == INT:
+                hint = (
+                    "an `int` is a whole number: remove this pattern, or declare "
+                    f"{subject} a `number` if it can have a fraction"
+                )
+            else:
+                hint = f"remove this pattern: no value of {subject} equals it"
             self.report(
                 D.NO_OVERLAP,
                 f"this pattern can never match: {subject} is `{type_str(st)}`, which has no "

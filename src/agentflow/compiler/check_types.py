@@ -210,6 +210,8 @@ class TypeChecks(CheckerShared):
                     done = True
             if done:
                 return
+        if isinstance(expr, ast.CondExpr | ast.MatchExpr) and self._arms_mismatch(expr, want):
+            return
         if isinstance(got, ErrorType) or isinstance(want, ErrorType):
             return
         if isinstance(got, UseType):
@@ -254,6 +256,46 @@ class TypeChecks(CheckerShared):
             or self._mismatch_hint(got, want)
             or _int_hint(expr, got, want, self.env),
         )
+
+    def _arms_mismatch(self, expr: ast.CondExpr | ast.MatchExpr, want: Type) -> bool:
+        """Report each arm of ``if … then … else`` / ``match`` whose value does not fit
+        ``want``, at that value, naming the arm (False: none is known not to fit — the plain
+        mismatch over the whole expression says it)."""
+        if isinstance(expr, ast.CondExpr):
+            arms = [(expr.then, "in the `then` branch"), (expr.else_, "in the `else` branch")]
+            whole, each = "if … then … else", "each branch"
+        else:
+            arms = [
+                (
+                    arm.value,
+                    "in the arm `"
+                    + (
+                        " | ".join(self.pattern_text(p) for p in arm.patterns)
+                        if arm.patterns
+                        else "_"
+                    )
+                    + " => …`",
+                )
+                for arm in expr.arms
+            ]
+            whole, each = "match", "each arm's value"
+        reported = False
+        for value, where in arms:
+            got = self.types.get(id(value))
+            if got is None or isinstance(got, ErrorType) or assignable(got, want, self.env):
+                continue
+            before = len(self.diags)
+            self.mismatch(value, got, want)
+            for d in self.diags[before:]:
+                if d.span == value.span and d.message.startswith("expected `"):
+                    d.message += f" {where}"
+                    if d.hint is None:
+                        d.hint = (
+                            f"the whole `{whole}` is expected to be `{type_str(want)}`, so is "
+                            f"{each}: change this one, or the expected type"
+                        )
+            reported = True
+        return reported
 
     def _union_mismatch(self, expr: ast.ObjectLit, got: Type, union: UnionType) -> bool:
         """Report why the object literal ``expr`` fits no member of ``union`` (False: it has

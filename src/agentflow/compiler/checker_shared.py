@@ -158,6 +158,9 @@ class CheckerShared:
     def source_text(self, e: ast.Expr) -> str:
         raise NotImplementedError
 
+    def pattern_text(self, p: ast.Expr) -> str:
+        raise NotImplementedError
+
     def constant(self, e: ast.Expr, depth: int = 0) -> tuple[bool, Any]:
         raise NotImplementedError
 

@@ -252,6 +252,25 @@ _ANGLE_OPENERS = frozenset({"map", *GENERIC_TYPES})
 _TYPE_BRACE_AFTER = frozenset({"->", "|", "(", "<", ":", ","})
 
 
+def _starts_subject(toks: list[Token], k: int) -> bool:
+    """Whether ``toks[k]``, after ``match`` and a blank, starts its subject (the scanner's
+    ``MATCH_AFTER``): a word other than an operator word, a string, a number, ``(``, ``[``;
+    ``not`` but not ``not in``; a ``-`` written against its operand."""
+    t = toks[k]
+    nxt = toks[k + 1] if k + 1 < len(toks) else None
+    if t.kind == "word" and t.text == "not":
+        return nxt is not None and nxt.text != "in"
+    if t.kind == "op" and t.text == "-":
+        return (
+            nxt is not None
+            and nxt.start == t.end
+            and (nxt.kind in ("word", "str", "num") or nxt.text in ("(", "["))
+        )
+    return (t.kind in ("word", "str", "num") or t.text in ("(", "[")) and (
+        t.text not in NOT_A_MATCH_SUBJECT
+    )
+
+
 def _match_braces(toks: list[Token]) -> dict[int, list[int]]:
     """The ``{`` of each ``match`` (the first ``{`` after the keyword at its bracket depth) →
     the indices of the commas directly inside it, which end its arms."""
@@ -266,8 +285,7 @@ def _match_braces(toks: list[Token]) -> dict[int, list[int]]:
             if (
                 nxt is not None
                 and nxt.start > t.end  # a blank between: `match(s, re)` is the function
-                and (nxt.kind in ("word", "str", "num") or nxt.text in ("(", "["))
-                and nxt.text not in NOT_A_MATCH_SUBJECT
+                and _starts_subject(toks, k + 1)
             ):
                 waiting.append(depth)
         elif t.kind == "op" and t.text in ("(", "[", "{"):
@@ -299,6 +317,10 @@ def _break_blocks(toks: list[Token]) -> list[Token]:
     before: set[int] = set()  # break before token k
     opened: list[tuple[int, bool]] = []  # (index of `{`, forced)
     arms = _match_braces(toks)  # a `match`'s `{` → the commas between its arms
+    # line breaks dropped: before a `match`'s `{` (it goes on the subject's line) and before a
+    # comma between its arms (a leading comma goes to the end of the arm before it)
+    drop = {j for o in arms for j in _breaks_before(toks, o)}
+    drop.update(j for cs in arms.values() for c in cs for j in _breaks_before(toks, c))
     stage_pending = False
     prev_code: Token | None = None
     for k, t in enumerate(toks):
@@ -338,16 +360,29 @@ def _break_blocks(toks: list[Token]) -> list[Token]:
                         after.add(c)
         if _is_code(t):
             prev_code = t
-    if not after and not before:
+    if not after and not before and not drop:
         return toks
     out: list[Token] = []
     for k, t in enumerate(toks):
+        if k in drop:
+            continue
         if k in before:
             out.append(Token("nl", "\n", t.start, t.start))
         out.append(t)
         if k in after:
             out.append(Token("nl", "\n", t.end, t.end))
     return out
+
+
+def _breaks_before(toks: list[Token], k: int) -> list[int]:
+    """The line breaks right before ``toks[k]`` when only they separate it from the code token
+    before it (none when a comment is between: the token cannot join that line)."""
+    j = k - 1
+    while j >= 0 and toks[j].kind == "nl":
+        j -= 1
+    if j == k - 1 or j < 0 or not _is_code(toks[j]):
+        return []
+    return list(range(j + 1, k))
 
 
 _OPEN = frozenset({"(", "[", "{"})

@@ -22,6 +22,7 @@ from agentflow.compiler.lower_expressions import (
     join_frags,
     paren_frag,
 )
+from agentflow.compiler.lower_written import span_text
 from agentflow.grammar import ast
 
 
@@ -73,8 +74,26 @@ class MatchLowering(LoweringShared):
             [ast.ExprStmt(rest.span, rest)], rest.span, rest_ctx, {}, "match arm"
         )
         step = self.add_step(ctx, "decide", inp, e.span)
+        written = self._test_as_written(e, first)
+        if written is not None:
+            step["meta"]["when"] = written  # the graph's title: `k == "note"`, not the test
         _insert_before(step, "meta", "select", "{{ result.output }}")
         return Frag([StepRef(step)])
+
+    def _test_as_written(self, e: ast.MatchExpr, arm: ast.MatchArm) -> str | None:
+        """The test of ``arm`` in the `.flow`'s words: ``subject == p``, ``subject in [p, q]``
+        (``(a - b) == 1`` for a subject that is not a name or path); None without the source."""
+        file = self.r.module.file
+        subject = span_text(self.source_text, e.subject, file)
+        patterns = [span_text(self.source_text, p, file) for p in arm.patterns]
+        if subject is None or not patterns or any(p is None for p in patterns):
+            return None
+        subject = " ".join(subject.split())
+        if not isinstance(e.subject, ast.Name | ast.Member):
+            subject = f"({subject})"
+        if len(patterns) == 1:
+            return f"{subject} == {patterns[0]}"
+        return f"{subject} in [{', '.join(str(p) for p in patterns)}]"
 
     def _subject(self, e: ast.MatchExpr, ctx: Ctx) -> Frag:
         subject = self.expr(e.subject, ctx)

@@ -375,11 +375,18 @@ class _Lowerer(
                     self.inlined_lets.add((id(ctx), st.name.name))
                     if _can_fail(st.value) or self._compared_by_length(st.value):
                         source = self.source(st.value.span)
-                        self.let_marks.append((ctx.stage, st.name.name, source, frag, inner))
+                        written = _dedented(
+                            span_text(self.source_text, st.value, self.r.module.file)
+                        )
+                        self.let_marks.append(
+                            (ctx.stage, st.name.name, source, frag, inner, written)
+                        )
                 else:
                     self.inlined_lets.discard((id(ctx), st.name.name))
                 ctx.bindings[st.name.name] = frag
-                if len(ctx.target) > before:
+                if len(ctx.target) > before and _is_result_of(frag, ctx.target[-1]):
+                    # the step whose result the let is (or a field of it): not the subject of
+                    # a `match` or an operand the let's value only reads
                     ctx.target[-1]["meta"]["name"] = st.name.name
             elif isinstance(st, ast.RequireStmt):
                 cond, written = self.condition(st.cond, ctx)
@@ -751,8 +758,24 @@ def _can_fail(e: ast.Expr) -> bool:
 
 
 #: an inlined `let` that can fail: (stage, name, `file:line:col` of its value, its fragment,
-#: the names of the inlined lets its value reads)
-_LetMark = tuple[str | None, str, str, Frag, set[str]]
+#: the names of the inlined lets its value reads, its value as written in the `.flow`)
+_LetMark = tuple[str | None, str, str, Frag, set[str], str | None]
+
+
+def _dedented(text: str | None) -> str | None:
+    """A value written over lines, its lines after the first without the indentation they
+    share (the statement's): ``match x {⏎    "a" => 1,⏎  }`` → ``match x {⏎  "a" => 1,⏎}``."""
+    if text is None or "\n" not in text:
+        return text
+    first, *rest = text.split("\n")
+    cut = min((len(r) - len(r.lstrip(" ")) for r in rest if r.strip()), default=0)
+    return "\n".join([first, *(r[cut:] for r in rest)])
+
+
+def _is_result_of(frag: Frag, step: dict[str, Any]) -> bool:
+    """Whether ``frag`` is ``step``'s result, or a selection from it (``E0``, ``E0.items``)."""
+    first = frag.parts[0] if frag.parts else None
+    return isinstance(first, StepRef) and first.step is step
 
 
 def _place_lets(data: dict[str, Any], marks: list[_LetMark]) -> None:
@@ -765,7 +788,7 @@ def _place_lets(data: dict[str, Any], marks: list[_LetMark]) -> None:
     back (runtime/where.py ``let_of``)."""
     printed: list[tuple[str | None, str, dict[str, str]]] = []
     full: dict[tuple[str | None, str], str] = {}
-    for stage, name, source, frag, inner in marks:
+    for stage, name, source, frag, inner, as_written in marks:
         try:
             text = frag.render()
         except _NeedsOutline:  # it reads an inline body's step: its text is the body's select
@@ -776,7 +799,16 @@ def _place_lets(data: dict[str, Any], marks: list[_LetMark]) -> None:
             written = written.replace(sub, n)
         written = written_text(written)  # durations' `seconds(a) < seconds("5m")` as `a < 5m`
         full[(stage, name)] = text
-        printed.append((stage, text, {"name": name, "source": source, "text": written}))
+        entry = {"name": name, "source": source, "text": written}
+        if (
+            as_written is not None
+            and as_written != written
+            and any(isinstance(p, StepRef) for p in frag.parts)
+        ):
+            # it reads a step (`match E0 { … }`): `text` is the `.flow`'s, `expr` the plan's
+            # printing the executor matches an error's quote against (runtime/where.py)
+            entry = {"name": name, "source": source, "text": as_written, "expr": written}
+        printed.append((stage, text, entry))
 
     for meta, own in step_texts(data):
         stage = meta.get("stage")

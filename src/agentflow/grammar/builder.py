@@ -194,6 +194,16 @@ def match_arm(patterns: list[ast.Expr], value: ast.Expr) -> ast.MatchArm:
     return ast.MatchArm(span, patterns, value)
 
 
+def _extra_arm_comma(span: Span) -> SynErr:
+    """A second comma between two arms of a ``match`` (or after the last): the syntax error
+    ``{ a: 1,, b: 2 }`` gives, for arms."""
+    return SynErr(
+        "expected an arm before `,`",
+        span,
+        hint="arms of a `match` are separated by one comma: remove this one",
+    )
+
+
 def _sep_check(acc: _Acc, new: Any, what: str) -> None:
     """Entries without a comma must be on a new line (docs/spec/LANGUAGE.md §1)."""
     if acc and not acc.comma and acc[-1].span.end_line == new.span.line:
@@ -215,7 +225,11 @@ def _comma(c: _Kids) -> _Acc:
     """A separating comma after an entry (a second comma, or one before any entry, is an error)."""
     acc = c[0]
     if acc.comma or not acc:
-        raise SynErr("expected an entry before `,`", c[1].span)
+        raise SynErr(
+            "expected an entry before `,`",
+            c[1].span,
+            hint="one comma separates two entries: remove this one",
+        )
     acc.comma = True
     out: _Acc = acc
     return out
@@ -846,16 +860,21 @@ class Builder:
     def match_expr(self, c: _Kids) -> ast.MatchExpr:
         return ast.MatchExpr(_cover(c[0], c[4]), c[1], list(c[3]), c[0].span)
 
-    def arms_first(self, c: _Kids) -> list[ast.MatchArm]:
-        return [c[0]]
+    def arms_first(self, c: _Kids) -> _Acc:
+        return _Acc([c[0]])
 
-    def arms_next(self, c: _Kids) -> list[ast.MatchArm]:
-        out: list[ast.MatchArm] = c[0]
+    def arms_next(self, c: _Kids) -> _Acc:
+        out: _Acc = c[0]
+        if out.comma:  # `"a" => 1,, "b" => 2`: the second comma
+            raise _extra_arm_comma(c[1].span)
         out.append(c[2])
         return out
 
-    def arms_comma(self, c: _Kids) -> list[ast.MatchArm]:
-        out: list[ast.MatchArm] = c[0]
+    def arms_comma(self, c: _Kids) -> _Acc:
+        out: _Acc = c[0]
+        if out.comma:
+            raise _extra_arm_comma(c[1].span)
+        out.comma = True
         return out
 
     def match_arm(self, c: _Kids) -> ast.MatchArm:

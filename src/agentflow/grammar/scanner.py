@@ -138,8 +138,15 @@ _COLON_AFTER = re.compile(r"[ \t]*:(?!:)")
 #: ``match`` is the keyword of a ``match`` expression only when its subject follows on the same
 #: line (a word, a string, a number, ``(`` or ``[`` after a blank, not an operator word): the
 #: library function ``match(s, re)`` and a variable named ``match`` stay names
-#: (docs/decisions.md "match").
-MATCH_AFTER = re.compile(rf"[ \t]+(?!(?:{'|'.join(NOT_A_MATCH_SUBJECT)})\b)" r"[A-Za-z_0-9\"(\[]")
+#: (docs/decisions.md "match").  A prefix ``not`` (not of ``not in``) starts a subject too, and a
+#: prefix ``-`` written against its operand when a ``{`` follows on the line (``match -x {``;
+#: ``match - 1`` and ``match -1`` without a ``{`` are arithmetic on a variable ``match``).
+_OPERAND = r"[A-Za-z_0-9\"(\[]"
+MATCH_AFTER = re.compile(
+    rf"[ \t]+(?:(?!(?:{'|'.join(NOT_A_MATCH_SUBJECT)})\b){_OPERAND}"
+    rf"|not[ \t]+(?!in\b)(?:{_OPERAND}|-)"
+    rf"|-{_OPERAND}[^\n{{]*\{{)"
+)
 WORD_AFTER = re.compile(r"[ \t]+(?:[A-Za-z_0-9\"])")
 #: ``test`` is a common variable name (``test in cases``): it ends an unclosed item only when a
 #: string follows it (``test "name" {``).
@@ -266,6 +273,16 @@ def _single_quoted(text: str, i: int, n: int) -> str | None:
     if end != -1 and (line_end == -1 or end < line_end) and '"' not in text[i + 1 : end]:
         return f'a string is written in double quotes: `"{text[i + 1 : end]}"`'
     return 'a string is written in double quotes: `"…"`'
+
+
+def _badnum_hint(written: str) -> str:
+    """The fix of a word that starts like a number: ``1e3`` (no exponents), ``5min``, ``12px``."""
+    if re.fullmatch(r"[0-9]+(?:\.[0-9]+)?[eE][0-9]+", written):
+        return "a number has no exponent in `.flow`: write its digits (`1e3` is `1000`)"
+    return (
+        "a number is digits with an optional fraction (`12`, `0.5`); a duration is a number "
+        "with its unit `ms`, `s`, `m` or `h` right after it"
+    )
 
 
 class SynErr(Exception):
@@ -713,6 +730,7 @@ class Scanner:
                     ls,
                     resume=j,
                     depth=len(stack),
+                    hint=_badnum_hint(text[i:j]),
                 )
             if doc is not None:
                 tok.doc = "\n".join(doc)

@@ -178,10 +178,37 @@ _SWITCH_BEFORE = re.compile(r"(?:^\s*|[=(,:]\s*|\breturn\s+)(switch|when)\b")
 _MATCH_CALL_BEFORE = re.compile(r"\bmatch\s+\([^()]*$")
 
 
+#: `match` ending its line with the subject on the next: `match` was read as a name, and the
+#: subject's `{` as an object, up to the offending token
+_MATCH_SUBJECT_BELOW = re.compile(r"\bmatch[ \t]*(?://[^\n]*)?\n[^\n{}]*\{[^{}]*$")
+#: `match - x {` (a blank after the `-`): `match` was read as a variable minus `x`
+_MATCH_MINUS_BLANK = re.compile(r"\bmatch[ \t]+-[ \t]+[^\n{}]*\{[^{}]*$")
+
+MATCH_SUBJECT_RULE = (
+    "the subject of `match` starts on the line of `match`, after a blank, with a name, a "
+    "literal, `(`, `not` or a `-` written against its operand: `match input.s {`, "
+    "`match -input.n {`, `match (a - b) {`"
+)
+
+
+def match_subject_hint(tok: Any, sc: Scanner) -> str | None:
+    """The hint of a ``match`` whose subject the scanner did not see, so ``match`` was read as
+    a name (docs/reference/expressions.md "match"): its subject on the next line, ``match - x``."""
+    if tok.type in ("EOF", "$END"):
+        return None
+    before = sc.text[max(0, tok.start - sc.ob - 400) : tok.start - sc.ob]
+    if _MATCH_SUBJECT_BELOW.search(before) or _MATCH_MINUS_BLANK.search(before):
+        return MATCH_SUBJECT_RULE
+    return None
+
+
 def _match_hint(tok: Any, expected: set[str], prev: Tok | None, sc: Scanner) -> str | None:
     """The hints of ``match`` (docs/reference/expressions.md "match"): an arm without ``=>``,
     ``case "a":`` of other languages, an empty ``match``, ``switch``/``when``."""
     arm = 'a `match` arm is `pattern => value`: `"low" => 1`, `"a" | "b" => 2`, `_ => 0`'
+    if tok.type == "DURATION" and prev is not None and prev.type in ("MINUS", "MINUS_NL"):
+        # `match d { -1m => … }`: only a number pattern takes a sign
+        return "a duration is never negative: write the pattern without `-` (`1m`)"
     if "FATARROW" in expected and tok.type != "FATARROW":
         if prev is not None and prev.type == "NAME" and prev.value == "case":
             return f"there is no `case`: {arm}"
@@ -223,7 +250,7 @@ def _syntax_hint(
             "functions have no type parameters: write the types of the parameters and the "
             "result (`fn first(xs: text[]) -> text? = …`), one function per type"
         )
-    hint = _generic_hint(tok, expected, sc)
+    hint = _generic_hint(tok, expected, sc) or match_subject_hint(tok, sc)
     if hint is not None:
         return hint
     if _ask_then_fails(tok, sc):

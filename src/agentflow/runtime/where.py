@@ -102,11 +102,11 @@ def let_of(error: Any, meta: Any) -> dict[str, str] | None:
     from agentflow.grammar.parser import parse_expression
     from agentflow.runtime.expressions import expr_text
 
-    entries = [e for e in lets if isinstance(e, dict) and isinstance(e.get("text"), str)]
-    written = {str(e.get("name")): e["text"] for e in entries}
+    entries = [e for e in lets if isinstance(e, dict) and isinstance(_printed(e), str)]
+    written = {str(e.get("name")): _printed(e) for e in entries}
     found: list[tuple[int, dict[str, Any]]] = []
     for entry in entries:
-        text = _written_out(entry["text"], written, 0)
+        text = _written_out(_printed(entry), written, 0)
         if text is None:
             continue
         try:
@@ -122,6 +122,12 @@ def let_of(error: Any, meta: Any) -> dict[str, str] | None:
 
 
 _IDENT = re.compile(r"(?<![\w.$])[A-Za-z_][A-Za-z0-9_]*(?!\w)")
+
+
+def _printed(entry: dict[str, Any]) -> Any:
+    """A ``meta.lets`` entry's value in the plan's terms: its ``expr`` when the let reads a step
+    (``text`` is then the `.flow`'s: ``match (agent(w) {…}) {…}``), else its ``text``."""
+    return entry.get("expr", entry.get("text"))
 
 
 def _written_out(text: str, written: dict[str, str], depth: int) -> str | None:
@@ -161,14 +167,14 @@ def lets_by_name(error: Any, meta: Any) -> None:
     m = _QUOTED.search(message)
     if not lets or not isinstance(lets, list) or m is None or not quotes_expressions(error):
         return
-    entries = [e for e in lets if isinstance(e, dict) and isinstance(e.get("text"), str)]
-    written = {str(e.get("name")): e["text"] for e in entries}
+    entries = [e for e in lets if isinstance(e, dict) and isinstance(_printed(e), str)]
+    written = {str(e.get("name")): _printed(e) for e in entries}
     printed: list[tuple[str, str]] = []
     from agentflow.grammar.parser import parse_expression
     from agentflow.runtime.expressions import expr_text
 
     for entry in entries:
-        text = _written_out(entry["text"], written, 0)
+        text = _written_out(_printed(entry), written, 0)
         try:
             printed.append((expr_text(parse_expression(text or "")), str(entry.get("name"))))
         except Exception:  # noqa: BLE001 - a hand-edited plan's meta: not ours to judge
