@@ -439,7 +439,8 @@ class UserFunctionChecks(CheckerShared):
         got = self.infer(e, want)
         if assignable(got, want, self.env):
             return
-        if isinstance(e, ast.ObjectLit | ast.ListLit):
+        if isinstance(e, ast.ObjectLit | ast.ListLit | ast.CondExpr | ast.MatchExpr):
+            # told where it goes wrong: a field, an element, an arm's value (naming the arm)
             self.mismatch(e, got, want)
             return
         found = type_str(widen(got))
