@@ -64,6 +64,11 @@ def test_a_for_loop_is_reported_at_its_word_with_the_ways_to_iterate():
         ("let ys = for x in input.xs { x }", "for"),
         ("let ys = for x in input.xs {\n    x\n  }", "for"),
         ("while true {\n    let y = 1\n  }", "while"),
+        # one-line loops with an empty body, a comprehension, a loop whose head reads as names
+        ("for x in input.xs { }", "for"),
+        ("while true { }", "while"),
+        ("let ys = [for x in input.xs]", "for"),
+        ("let y = 1\n  while y < 3 {\n    1\n  }", "while"),
     ],
 )
 def test_a_for_or_while_after_return_or_let_or_over_lines_is_reported_at_its_word(body, word):

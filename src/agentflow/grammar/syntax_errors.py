@@ -661,6 +661,14 @@ def _loop_word(
     (the parse fails inside the braces, often lines below the ``for``) — or, when the parse
     stopped at the ``}`` closing that ``{`` (``for x in xs { x }``), ``tok``'s line, or that of
     the ``{`` it closes (the last one on the driver's value stack ``values``)."""
+    if isinstance(tok, Tok):
+        # the word just before the token the parser could not take (`[for x in xs]`, `while
+        # y < 3 {` read as names), or the `{` of a one-line loop (`for x in xs { }`)
+        found = _loop_word_before(sc, tok)
+        if found is None and tok.type == "LBRACE":
+            found = _loop_word_at(sc, tok)
+        if found is not None:
+            return found
     opener = sc.stack[-1] if sc.stack else None
     if getattr(tok, "type", None) == "RBRACE":
         found = _loop_word(sc, None) if opener is not None and opener.value == "{" else None
@@ -673,6 +681,27 @@ def _loop_word(
                 return found
         opener = tok
     return _loop_word_at(sc, opener)
+
+
+#: a loop word of another language just before a token, where a statement or a value starts
+_LOOP_WORD_BEFORE = re.compile(r"(?:^|[\s=(\[,:])(" + "|".join(_LOOP_WORDS) + r")\s+$")
+
+
+def _loop_word_before(sc: Scanner, tok: Tok) -> tuple[str, Span] | None:
+    """``(for, its span)`` when the word just before ``tok`` on its line is a loop word."""
+    k = tok.start - sc.ob
+    if not 0 <= k <= len(sc.text):
+        return None
+    line = sc.text[sc.text.rfind("\n", 0, k) + 1 : k]
+    m = _LOOP_WORD_BEFORE.search(line)
+    if m is None:
+        return None
+    back = len(line) - m.start(1)
+    start, column = tok.start - back, tok.column - back
+    word = m.group(1)
+    return word, Span(
+        tok.file, tok.line, column, tok.line, column + len(word), start, start + len(word)
+    )
 
 
 def _loop_word_at(sc: Scanner, opener: Any) -> tuple[str, Span] | None:
@@ -1019,7 +1048,10 @@ def statements_on_one_line(item: ast.Item) -> SynErr | None:
             if (
                 isinstance(stmt, ast.ExprStmt)
                 and prev.span.end_line == stmt.span.line
-                and not _misspelt_keyword(_trailing(prev))
+                and (
+                    _leading(prev)[2] in _LOOP_WORDS  # `for x in xs { }` on one line
+                    or not _misspelt_keyword(_trailing(prev))
+                )
             ):
                 if first is None or stmt.span.start < first[1].span.start:
                     first = (prev, stmt)
@@ -1027,6 +1059,13 @@ def statements_on_one_line(item: ast.Item) -> SynErr | None:
     if first is None:
         return None
     prev, stmt = first
+    loop_word = _leading(prev)
+    if loop_word[2] in _LOOP_WORDS:  # `for x in xs { }`, `while c { }` on one line
+        return SynErr(
+            f"there is no `{loop_word[2]}` loop in `.flow`",
+            loop_word[1],
+            hint=_loop_hint(loop_word[2]),
+        )
     words, span, name = _leading(stmt)
     hint = None
     if name is not None:
