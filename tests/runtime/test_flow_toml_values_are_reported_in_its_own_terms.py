@@ -307,3 +307,28 @@ def test_several_wrong_values_are_each_reported_at_their_line(tmp_path: Path) ->
         'e.g. `timeout = 120`; got the string "30s"',
         'flow.toml:5:1: [tools] isolation: expected "thread" or "process"; got the integer 3',
     ]
+
+
+@pytest.mark.parametrize(
+    ("toml", "said"),
+    [
+        (
+            '[teams.t.members.lead]\nsystem_prompt = "x"\n',
+            "flow.toml:1:2: [teams.t] main: required, but missing",
+        ),
+        (
+            '[teams.t]\nmain = "lead"\n[prices."gpt-4.1"]\ninput = 1.0\n',
+            'flow.toml:3:2: [prices."gpt-4.1"] output: required, but missing',
+        ),
+    ],
+)
+def test_a_missing_key_is_said_at_its_table_in_the_files_terms(
+    tmp_path: Path, toml: str, said: str
+) -> None:
+    """A required key that is missing is said at the table it belongs in (its header, or the
+    first header inside it), as `[table] key`, never pydantic's dotted `teams.t.main`."""
+    path = tmp_path / "flow.toml"
+    path.write_text(toml, encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert said in str(caught.value).replace(str(tmp_path) + "/", ""), str(caught.value)

@@ -67,7 +67,11 @@ def format_validation(
                 table = f"[{'.'.join(loc[:-1])}]" if loc[:-1] else "the top level"
                 message += f"; {table} takes: {', '.join(sorted(keys))}"
         elif first["type"] == "missing":
-            message = f"missing required key '{dotted}'"
+            # said at the table it belongs in (the key itself is not in the file)
+            parent = loc[:-1]
+            where = _table_location(file, text, parent)
+            table = f"[{'.'.join(_bare(n) for n in parent)}] " if parent else ""
+            message = f"{table}{loc[-1] if loc else dotted}: required, but missing"
         elif all(e["type"] in _OWN_MESSAGES for e in errs):  # a validator's own words
             key = f"{loc[-1]} " if loc else ""
             message = f"{_written(text, raw)}: " + " or ".join(
@@ -473,6 +477,25 @@ _UNION_TAG = re.compile(r"(str|int|float|bool|(literal|list|dict|union|function-
 
 _HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
 _KEY = re.compile(r"^\s*([A-Za-z0-9_\-\"'.]+)\s*=")
+
+
+def _table_location(file: Any, text: str, table: tuple[str, ...]) -> str:
+    """``file:line:col`` of the table ``table`` (its header, or the first header inside it:
+    ``[teams.t.members.lead]`` for ``teams.t``; ``file:1:1`` for the top level or when the file
+    has none of it), so a missing key is said where it belongs."""
+    if not table:
+        return f"{file}:1:1"
+    found = key_location(file, text, table)
+    if found != f"{file}":
+        return found
+    dotted = ".".join(table)
+    for index, raw in enumerate(text.splitlines(), start=1):
+        header = raw.strip()
+        if header.startswith("[") and not header.startswith("[["):
+            name = header.strip("[]").strip().replace('"', "").replace(" ", "")
+            if name == dotted or name.startswith(dotted + "."):
+                return f"{file}:{index}:{raw.index('[') + 2}"
+    return f"{file}:1:1"
 
 
 def key_location(file: Any, text: str, loc: tuple[str, ...]) -> str:
