@@ -24,3 +24,17 @@ from agentflow.runtime.durable.database import safe_url
 )
 def test_only_a_password_is_hidden(given: str, shown: str) -> None:
     assert safe_url(given) == shown
+
+
+def test_a_url_with_an_unencoded_at_in_its_password_is_refused_before_the_driver_sees_it() -> None:
+    """The driver splits the user part at the first `@` and named the rest of the password as
+    the host in its error (`failed to resolve host 'ret@127.0.0.1'`): such a URL is refused
+    first, shown without its password, saying to write `%40`."""
+    from agentflow.errors import ConfigError
+    from agentflow.runtime.durable.database import open_database
+
+    with pytest.raises(ConfigError) as caught:
+        open_database("postgresql://user:sec@ret@127.0.0.1:1/db", executor_id="t")
+    said = str(caught.value)
+    assert "ret" not in said.replace("write it", "") and "sec" not in said, said
+    assert "postgresql://user:***@127.0.0.1:1/db" in said and "%40" in said

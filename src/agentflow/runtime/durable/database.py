@@ -137,6 +137,7 @@ def open_database(
     """Launch the durable engine on ``url`` in this process as ``executor_id`` (``recovering``:
     the run this process resumes, :func:`~agentflow.runtime.durable.dbos_engine.launch`)."""
 
+    _refuse_ambiguous_user_part(url)
     try:
         launch(url, executor_id=executor_id, queues=queues, recovering=recovering)
     except ConfigError:
@@ -296,6 +297,23 @@ def attach(url: str, run_id: str | None = None) -> None:
             what = f"no durable run {run_id!r}" if run_id else "no durable runs"
             raise InputError(f"{what} (no database at {missing})")
         open_database(url, executor_id=f"cli:{os.getpid()}", queues=[])
+
+
+def _refuse_ambiguous_user_part(url: str) -> None:
+    """Refuse a URL whose authority holds more than one ``@`` (``postgresql://u:p@ss@h/db``):
+    the driver splits it at the first and would name the rest of the password as the host in its
+    error; the user part must write ``@`` as ``%40``. Raises :class:`ConfigError` (the URL shown
+    without its password)."""
+    if "://" not in url:
+        return
+    rest = url.split("://", 1)[1]
+    cut = min((i for i in (rest.find("/"), rest.find("?"), rest.find("#")) if i >= 0), default=-1)
+    netloc = rest if cut < 0 else rest[:cut]
+    if netloc.count("@") > 1:
+        raise ConfigError(
+            f"the durable runs database URL {safe_url(url)} has `@` in its user name or password: "
+            "write it as `%40` there (the URL's user part ends at its first `@`)"
+        )
 
 
 def safe_url(url: str) -> str:
