@@ -102,3 +102,18 @@ def test_the_report_says_an_agents_input_is_a_preview():
     assert "a preview: the step's input was too large" in build_report(events)
     events[1]["data"] = started
     assert "a preview:" not in build_report(events)
+
+
+def test_a_map_whose_list_is_unknown_at_its_start_says_no_count_rather_than_0():
+    """A map announced before its list exists (an inlined `let` of its list fails first) has
+    no `items` and no `over`: the console says no count, never `(0 items)`."""
+    flow = (
+        "input { n: int }\nstage s -> int[] {\n  let xs = range(0, input.n)\n"
+        "  let ys = map xs as x { x + 1 }\n  return ys\n}\n"
+    )
+    plan = load_plan_data(api.compile_source(flow, "m.flow").plan, "m.flow")
+    stream = io.StringIO()
+    result = api.run_sync(plan, {"n": 100_001}, sinks=[ConsoleSink(stream, force_plain=True)])
+    assert result.status == "error"
+    shown = [line for line in stream.getvalue().splitlines() if "= map" in line]
+    assert shown and all("item" not in line for line in shown), shown

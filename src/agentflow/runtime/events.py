@@ -504,17 +504,17 @@ class ConsoleSink:
             label = data.get("label")
             fold = bool(data.get("fold")) and label is not None
             tool = str(data.get("tool_name", ""))
+            count = started_items(data)  # None: the event cannot tell (never said as 0)
             if tool == "map":
-                self._maps[path] = [0, started_items(data) or 0]
+                self._maps[path] = [0, count or 0]
             if fold:
                 return
             source = self._here(data.get("source"))
             wakes = _sleeping(data.get("input")) if tool == "sleep" else ""
             if label is not None:
                 what = str(label)
-                if tool == "map":
-                    n = self._maps[path][1]
-                    what += f" ({n} item{'' if n == 1 else 's'})"
+                if tool == "map" and count is not None:
+                    what += f" ({count} item{'' if count == 1 else 's'})"
                 self._running[path] = (what, str(source or ""), event.time)
                 self._print(f"▶ {_short(what, 200)}{_at(source)}{wakes}")
             else:
