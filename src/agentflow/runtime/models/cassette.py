@@ -137,7 +137,7 @@ def response_problem(data: Any) -> str | None:
         if value is not None and not is_token_count(value):
             return (
                 f"`response.usage.{key}` is not a token count (a whole number from 0 to "
-                f"{MAX_TOKEN_COUNT:,}): {value!r}"[:200]
+                f"{MAX_TOKEN_COUNT:,}): {json.dumps(value)}"[:200]
             )
     chunks = data.get("chunks")
     if chunks is not None and not (
