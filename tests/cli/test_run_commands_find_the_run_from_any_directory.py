@@ -14,12 +14,9 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-from support.durable_questions import start_flowc, wait_asked
+from support.durable_questions import flowc_in_process, start_flowc, wait_asked
 
-from agentflow.cli import main
 from agentflow.runtime import run_index
-from agentflow.runtime.durable.dbos_engine import shutdown
 
 ASK = """\
 stage decide -> text {
@@ -27,13 +24,6 @@ stage decide -> text {
   return go
 }
 """
-
-
-def _flowc(*args: str) -> object:
-    try:
-        return CliRunner().invoke(main, list(args))
-    finally:
-        shutdown()
 
 
 @pytest.fixture
@@ -62,13 +52,13 @@ def test_a_run_started_above_its_project_is_found_from_there_and_from_a_sibling(
             proc.kill()
             proc.communicate()
     assert proc.returncode == 0, err.decode()[-2000:]
-    resumed = _flowc("resume", "q1")  # ended: its result, from the sibling directory
+    resumed = flowc_in_process("resume", "q1")  # ended: its result, from the sibling directory
     assert resumed.exit_code == 0, resumed.output
     assert json.loads(resumed.stdout) == "yes", resumed.stdout
     assert "note: run q1 is in " in resumed.stderr, resumed.stderr
 
     monkeypatch.chdir(project)  # its own directory: its database, no note
-    here = _flowc("runs", "show", "q1")
+    here = flowc_in_process("runs", "show", "q1")
     assert here.exit_code == 0 and "note:" not in here.stderr, here.output
 
 
@@ -78,40 +68,40 @@ def _the_run_is_found_while_it_waits(project: Path, monkeypatch: pytest.MonkeyPa
     assert entry.database == str((project / ".flowc" / "durable.sqlite").resolve())
     note = "note: run q1 is in project/flow.toml's database, where it was started"
 
-    shown = _flowc("runs", "show", "q1")
+    shown = flowc_in_process("runs", "show", "q1")
     assert shown.exit_code == 0, shown.output
     assert "run q1: " in shown.stdout and "Ship it?" in shown.stdout, shown.stdout
     assert note in shown.stderr, shown.stderr
 
-    listed = _flowc("runs")  # this directory's database: none; where runs were started
+    listed = flowc_in_process("runs")  # this directory's database: none; where runs were started
     assert "no durable runs" in listed.stderr, listed.stderr
     assert "runs were started elsewhere (the latest: q1): flowc runs --config " in listed.stderr
     assert "project/flow.toml" in listed.stderr, listed.stderr
 
     monkeypatch.chdir(project.parent / "elsewhere")  # a sibling: the same
-    answered = _flowc("answer", "q1", "go", "yes")
+    answered = flowc_in_process("answer", "q1", "go", "yes")
     assert answered.exit_code == 0, answered.output
     assert "answered [decide › go" in answered.stderr, answered.stderr
     assert "note: run q1 is in " in answered.stderr, answered.stderr
 
 
 def test_cancel_and_redrive_from_elsewhere_act_on_the_runs_database(project: Path) -> None:
-    failed = _flowc("run", "--durable", "--run-id", "b1", "project/boom.flow")
+    failed = flowc_in_process("run", "--durable", "--run-id", "b1", "project/boom.flow")
     assert failed.exit_code == 1, failed.output
-    redriven = _flowc("redrive", "b1")
+    redriven = flowc_in_process("redrive", "b1")
     assert redriven.exit_code == 1, redriven.output  # it fails again, in the same database
     assert "note: run b1 is in project/flow.toml's database" in redriven.stderr
     assert "(redrive of b1)" in redriven.stderr, redriven.stderr
     assert not (project.parent / ".flowc").exists()  # nothing created in this directory
-    listed = _flowc("runs", "--config", "project/flow.toml")
+    listed = flowc_in_process("runs", "--config", "project/flow.toml")
     assert listed.stdout.count("error") == 2, listed.stdout  # b1 and its redrive
-    cancelled = _flowc("cancel", "b1")
+    cancelled = flowc_in_process("cancel", "b1")
     assert "note: run b1 is in project/flow.toml's database" in cancelled.stderr
     assert "no durable run" not in cancelled.output, cancelled.output
 
 
 def test_an_unknown_run_is_looked_for_in_this_directory_only(project: Path) -> None:
-    missing = _flowc("runs", "show", "nope")
+    missing = flowc_in_process("runs", "show", "nope")
     assert missing.exit_code == 1
     assert "no durable run 'nope'" in missing.stderr, missing.stderr
     assert "note:" not in missing.stderr

@@ -11,11 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-from support.durable_questions import start_flowc, wait_asked
-
-from agentflow.cli import main
-from agentflow.runtime.durable.dbos_engine import shutdown
+from support.durable_questions import flowc_in_process, start_flowc, wait_asked
 
 BOOM = """\
 input { d: int }
@@ -34,13 +30,6 @@ stage second -> number {
 def _line(text: str) -> int:
     """The 1-based line of BOOM that holds ``text``."""
     return BOOM[: BOOM.index(text)].count("\n") + 1
-
-
-def _flowc(*args: str) -> object:
-    try:
-        return CliRunner().invoke(main, list(args))
-    finally:
-        shutdown()
 
 
 @pytest.fixture
@@ -70,13 +59,13 @@ def test_run_redrive_and_resume_show_step_locations_from_the_current_directory(
         proc.communicate()
     monkeypatch.chdir(project.parent / "elsewhere")
     shown = str(project / "boom.flow")  # not below this directory: absolute
-    assert _flowc("answer", "k1", "n", "3").exit_code == 0
-    resumed = _flowc("resume", "k1")
+    assert flowc_in_process("answer", "k1", "n", "3").exit_code == 0
+    resumed = flowc_in_process("resume", "k1")
     assert resumed.exit_code == 1, resumed.output
     assert f"✓ second › n = ask  {shown}:{ask}" in resumed.stderr, resumed.stderr
     assert f"  --> {shown}:{fails}\n" in resumed.stderr, resumed.stderr
 
-    redriven = _flowc("redrive", "k1")
+    redriven = flowc_in_process("redrive", "k1")
     assert redriven.exit_code == 1, redriven.output
     assert f"run boom  {shown}\n" in redriven.stderr, redriven.stderr
     assert f"✓ second › n = ask  {shown}:{ask}" in redriven.stderr, redriven.stderr
@@ -84,5 +73,5 @@ def test_run_redrive_and_resume_show_step_locations_from_the_current_directory(
 
     # a plain run of a flow in another directory: its steps through the path as given
     monkeypatch.chdir(project.parent)
-    ran = _flowc("run", os.path.join("project", "boom.flow"), "--input", '{"d": 1}')
+    ran = flowc_in_process("run", os.path.join("project", "boom.flow"), "--input", '{"d": 1}')
     assert f"▶ second › n = ask  project{os.sep}boom.flow:{ask}\n" in ran.stderr, ran.stderr

@@ -18,21 +18,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-from support.durable_questions import start_flowc
+from support.durable_questions import flowc_in_process, start_flowc
 
-from agentflow.cli import main
 from agentflow.runtime import run_index
-from agentflow.runtime.durable.dbos_engine import shutdown
 
 OK = "stage s -> int {\n  return 1\n}\n"
-
-
-def _flowc(*args: str) -> object:
-    try:
-        return CliRunner().invoke(main, list(args))
-    finally:
-        shutdown()
 
 
 def _project(root: Path) -> Path:
@@ -69,10 +59,10 @@ def test_a_bad_index_line_is_skipped_by_every_command_that_takes_a_run_id(tmp: P
     assert run_index.recall("zz") is None
     assert run_index.recall("ok1") == run_index.IndexEntry("ok1", None, None, 1.5)
     for args in (("runs", "show", "r1"), ("answer", "r1", "c", "1"), ("cancel", "r1")):
-        result = _flowc(*args)
+        result = flowc_in_process(*args)
         assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
         assert "no durable run 'r1'" in result.stderr, (args, result.output)
-    listed = _flowc("runs")
+    listed = flowc_in_process("runs")
     assert listed.exit_code == 0 and "no durable runs" in listed.stderr, listed.output
 
 
@@ -103,11 +93,13 @@ def test_an_entry_after_a_line_cut_short_starts_a_line_of_its_own(tmp: Path) -> 
     index = run_index.index_path()
     index.parent.mkdir(parents=True, exist_ok=True)
     index.write_text('{"run": "cut", "datab')
-    assert _flowc("run", "--durable", "--run-id", "after1", "project/q.flow").exit_code == 0
+    assert (
+        flowc_in_process("run", "--durable", "--run-id", "after1", "project/q.flow").exit_code == 0
+    )
     lines = index.read_text().splitlines()
     assert lines[0] == '{"run": "cut", "datab' and json.loads(lines[1])["run"] == "after1"
     os.chdir(tmp / "elsewhere")
-    shown = _flowc("runs", "show", "after1")
+    shown = flowc_in_process("runs", "show", "after1")
     assert shown.exit_code == 0, shown.output
     assert "note: run after1 is in " in shown.stderr and "run after1: " in shown.stdout
     assert run_index.recall("after1").database == str(project / ".flowc" / "durable.sqlite")
@@ -118,7 +110,7 @@ def test_a_relative_state_home_is_ignored(tmp: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("HOME", str(tmp / "home"))
     assert run_index.index_path() == tmp / "home" / ".local" / "state" / "agentflow" / "runs.jsonl"
     (tmp / "q.flow").write_text(OK)
-    assert _flowc("run", "--durable", "--run-id", "rel1", "q.flow").exit_code == 0
+    assert flowc_in_process("run", "--durable", "--run-id", "rel1", "q.flow").exit_code == 0
     assert not (tmp / "state").exists()
     assert run_index.recall("rel1") is not None
 
@@ -126,16 +118,16 @@ def test_a_relative_state_home_is_ignored(tmp: Path, monkeypatch: pytest.MonkeyP
 def test_a_run_on_a_database_of_its_own_is_named_by_that_database(tmp: Path) -> None:
     project = _project(tmp / "p")
     os.chdir(project)
-    started = _flowc(
+    started = flowc_in_process(
         "run", "--durable", "--database", "sqlite:///rel2.sqlite", "--run-id", "db2", "q.flow"
     )
     assert started.exit_code == 0, started.output
     rel2 = run_index.recall("db2").database
     assert rel2 is not None and rel2.endswith("rel2.sqlite") and Path(rel2).is_file()
     os.chdir(tmp / "elsewhere")
-    listed = _flowc("runs")
+    listed = flowc_in_process("runs")
     assert f"(the latest: db2): flowc runs --database {rel2}\n" in listed.stderr, listed.stderr
-    shown = _flowc("runs", "show", "db2")
+    shown = flowc_in_process("runs", "show", "db2")
     assert shown.exit_code == 0, shown.output
     assert f"note: run db2 is in {rel2}, where it was started" in shown.stderr, shown.stderr
 
@@ -146,32 +138,32 @@ def test_redrive_of_a_finished_run_from_elsewhere_names_a_flow_path_that_works_t
     project = _project(tmp / "project")
     os.chdir(project)
     for rid in ("m1", "run-20261207-101821-2f67cd"):
-        assert _flowc("run", "--durable", "--run-id", rid, "q.flow").exit_code == 0
-    listed = _flowc("runs").stdout.splitlines()  # the statuses line up, whatever the ids
+        assert flowc_in_process("run", "--durable", "--run-id", rid, "q.flow").exit_code == 0
+    listed = flowc_in_process("runs").stdout.splitlines()  # the statuses line up, whatever the ids
     assert len(listed) == 2 and {line.index(" ok ") for line in listed} == {27}, listed
 
     os.chdir(tmp)  # above the project: relative to here
-    above = _flowc("redrive", "m1")
+    above = flowc_in_process("redrive", "m1")
     assert above.exit_code == 1, above.output
     assert "to run it again taking its finished steps: flowc run project/q.flow --reuse m1" in (
         above.stderr
     ), above.stderr
     os.chdir(tmp / "elsewhere")  # a sibling: absolute
-    sibling = _flowc("redrive", "m1")
+    sibling = flowc_in_process("redrive", "m1")
     assert f"flowc run {project / 'q.flow'} --reuse m1" in sibling.stderr, sibling.stderr
     # ... and naming the run's database, which is not this directory's: the hint, pasted, works
     hint = sibling.stderr.split("taking its finished steps: ", 1)[1].strip()
     assert " --database sqlite:" in hint, hint
-    again = _flowc(*shlex.split(hint)[1:])
+    again = flowc_in_process(*shlex.split(hint)[1:])
     assert again.exit_code == 0, again.output
     os.chdir(project)  # where it was started: as recorded
-    assert "flowc run q.flow --reuse m1" in _flowc("redrive", "m1").stderr
+    assert "flowc run q.flow --reuse m1" in flowc_in_process("redrive", "m1").stderr
 
     # a failed run redriven from a sibling: its new run names the flow as a path from there
     (project / "boom.flow").write_text('stage s -> int {\n  fail "no"\n}\n')
-    assert _flowc("run", "--durable", "--run-id", "b1", "boom.flow").exit_code == 1
+    assert flowc_in_process("run", "--durable", "--run-id", "b1", "boom.flow").exit_code == 1
     os.chdir(tmp / "elsewhere")
-    redriven = _flowc("redrive", "b1")
+    redriven = flowc_in_process("redrive", "b1")
     assert redriven.exit_code == 1 and "(redrive of b1)" in redriven.stderr, redriven.output
     # the absolute path (the console cuts a long line at its width, ending it with "…")
     (line,) = [x for x in redriven.stderr.splitlines() if x.startswith("run boom  ")]
@@ -183,10 +175,12 @@ def test_redrive_of_a_finished_run_from_elsewhere_names_a_flow_path_that_works_t
 def test_runs_does_not_offer_a_deleted_project(tmp: Path) -> None:
     for name in ("projB", "projC"):
         _project(tmp / name)
-        assert _flowc("run", "--durable", "--run-id", name, f"{name}/q.flow").exit_code == 0
+        assert (
+            flowc_in_process("run", "--durable", "--run-id", name, f"{name}/q.flow").exit_code == 0
+        )
     shutil.rmtree(tmp / "projC")
     os.chdir(tmp / "elsewhere")
-    listed = _flowc("runs")
+    listed = flowc_in_process("runs")
     assert "(the latest: projB): flowc runs --config " in listed.stderr, listed.stderr
     assert "projC" not in listed.stderr, listed.stderr
 
@@ -199,14 +193,16 @@ def test_a_run_whose_flow_toml_names_another_database_now_is_named_by_its_own(tm
     proj = _project(tmp / "proj")
     (proj / "flow.toml").write_text('[durable]\ndatabase = "sqlite:///runs.db"\n')
     old_db = tmp / "runs.db"
-    started = _flowc("run", "proj/q.flow", "--run-id", "old1", "--database", f"sqlite:///{old_db}")
+    started = flowc_in_process(
+        "run", "proj/q.flow", "--run-id", "old1", "--database", f"sqlite:///{old_db}"
+    )
     assert started.exit_code == 0, started.output
     run_index.remember("old1", f"sqlite:///{old_db}", proj / "flow.toml", own=False)
     os.chdir(tmp / "elsewhere")
-    shown = _flowc("runs", "show", "old1")
+    shown = flowc_in_process("runs", "show", "old1")
     assert shown.exit_code == 0, shown.output
     assert f"note: run old1 is in {old_db}, where it was started" in shown.stderr, shown.output
-    listed = _flowc("runs")
+    listed = flowc_in_process("runs")
     assert f"(the latest: old1): flowc runs --database {old_db}" in listed.stderr, listed.output
-    again = _flowc("runs", "--database", str(old_db))
+    again = flowc_in_process("runs", "--database", str(old_db))
     assert again.exit_code == 0 and "old1" in again.output, again.output

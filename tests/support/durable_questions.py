@@ -4,11 +4,13 @@ share this."""
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 
 def flowc(*args: str) -> list[str]:
@@ -84,3 +86,31 @@ def recorded_operations(project: Path) -> list[str]:
     except sqlite3.OperationalError:  # the engine is creating its tables
         return []
     return names
+
+
+def model_records(project: Path) -> int:
+    """How many model calls the durable database of ``project`` (``.flowc/durable.sqlite``)
+    has recorded as item records (0 before it exists)."""
+    db = project / ".flowc" / "durable.sqlite"
+    if not db.exists():
+        return 0
+    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)) as conn:
+        tables = {row[0] for row in conn.execute("select name from sqlite_master")}
+        if "agentflow_items" not in tables:
+            return 0
+        query = "select count(*) from agentflow_items where name like '%/model:%'"
+        return int(conn.execute(query).fetchone()[0])
+
+
+def flowc_in_process(*args: str) -> Any:
+    """``flowc ARGS`` run in this process through click's runner (its ``Result``: exit code,
+    stdout, stderr), the durable engine it launched shut down after it."""
+    from click.testing import CliRunner
+
+    from agentflow.cli import main
+    from agentflow.runtime.durable.dbos_engine import shutdown
+
+    try:
+        return CliRunner().invoke(main, list(args))
+    finally:
+        shutdown()

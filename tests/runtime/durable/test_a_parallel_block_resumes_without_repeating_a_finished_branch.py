@@ -8,16 +8,15 @@ asked again (requests counted at the server), and the value holds both branches.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
 
 from click.testing import CliRunner
 from support.chat_server import TEST_API_KEY, answer
+from support.durable_questions import model_records
 
 import agentflow.api
 from agentflow.cli import main
@@ -44,19 +43,6 @@ stage review -> { style: StyleReview, security: SecurityReview, size: int } {
 def _what(body: dict) -> str:
     task = next(m["content"] for m in body["messages"] if m["role"] == "user")
     return "style" if task.startswith("Style of") else "security"
-
-
-def _model_records(project) -> int:
-    """How many model calls the run's database has recorded as item records."""
-    db = project / ".flowc" / "durable.sqlite"
-    if not db.exists():
-        return 0
-    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)) as conn:
-        tables = {row[0] for row in conn.execute("select name from sqlite_master")}
-        if "agentflow_items" not in tables:
-            return 0
-        query = "select count(*) from agentflow_items where name like '%/model:%'"
-        return int(conn.execute(query).fetchone()[0])
 
 
 def test_a_parallel_block_killed_mid_branch_resumes_without_asking_the_finished_branch_again(
@@ -86,7 +72,7 @@ def test_a_parallel_block_killed_mid_branch_resumes_without_asking_the_finished_
     # both branches asked (they run side by side), and the style branch's answer recorded
     while run.poll() is None and time.monotonic() < deadline:
         asked = sorted(_what(r) for r in chat_server.requests)
-        if asked == ["security", "style"] and _model_records(tmp_path) >= 1:
+        if asked == ["security", "style"] and model_records(tmp_path) >= 1:
             break
         time.sleep(0.01)
     assert run.poll() is None, run.communicate()[1].decode()[-3000:]

@@ -8,17 +8,16 @@ calls the edit changed, round by round, and `flowc runs show` names the rounds' 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import re
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
 
 from click.testing import CliRunner
 from support.chat_server import TEST_API_KEY, answer
+from support.durable_questions import model_records
 from support.paths import EXAMPLES
 
 import agentflow
@@ -39,19 +38,6 @@ def _what(body: dict) -> str:
         return "write"
     draft = _DRAFT.search(task.split("\n", 1)[1]).group(1)
     return f"critic {draft}" if "Approve this draft" in task else f"revise {draft}"
-
-
-def _model_records(project) -> int:
-    """How many model calls the run's database has recorded as item records."""
-    db = project / ".flowc" / "durable.sqlite"
-    if not db.exists():
-        return 0
-    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)) as conn:
-        tables = {row[0] for row in conn.execute("select name from sqlite_master")}
-        if "agentflow_items" not in tables:
-            return 0
-        query = "select count(*) from agentflow_items where name like '%/model:%'"
-        return int(conn.execute(query).fetchone()[0])
 
 
 def test_a_loop_killed_in_round_3_resumes_without_repeating_rounds_1_and_2(
@@ -92,7 +78,7 @@ def test_a_loop_killed_in_round_3_resumes_without_repeating_rounds_1_and_2(
     assert asked[-1:] == ["critic v3"], run.communicate()[1].decode()[-3000:]
     # the record of the call before it (written behind that call: runtime/durable/items.py)
     # committed, while the critic's reply is 5 s away: only the critic is in flight at the kill
-    while run.poll() is None and time.monotonic() < deadline and _model_records(tmp_path) < 5:
+    while run.poll() is None and time.monotonic() < deadline and model_records(tmp_path) < 5:
         time.sleep(0.01)
     run.send_signal(signal.SIGKILL)
     run.wait()
