@@ -103,3 +103,52 @@ def test_a_one_call_unit_never_waits_for_the_hold(project, monkeypatch):
     result, _, rows = _run(path, config, "items.yaml", "map-1")
     assert result.status == "ok" and result.output == [2, 4, 6], result.error
     assert rows == 3  # each item's call, recorded before its unit went on
+
+
+NOTES = """\
+version: 1
+name: notes
+input_schema: {type: object}
+steps:
+  - {id: E0, tool_name: user__note, input: {n: 1}}
+  - {id: E1, tool_name: user__note, input: {n: "{{ E0 }}"}}
+"""
+
+
+def test_a_runs_end_claim_commits_with_its_last_records(project):
+    # the root's end claim (answers.end_claim_in) joins the batch of the records written
+    # behind: the run's last records and its end are one transaction, not two
+    from sqlalchemy import event
+
+    from agentflow.runtime.durable.dbos_system import system_database
+
+    path, config = project
+    (path / "notes.yaml").write_text(NOTES)
+    engine = system_database().engine
+    statements: list[str] = []
+    transactions: list[list[str]] = []
+
+    def on_execute(conn, cursor, statement, params, context, many):
+        statements.append(statement)
+
+    def on_commit(conn):
+        transactions.append(list(statements))
+        statements.clear()
+
+    event.listen(engine, "before_cursor_execute", on_execute)
+    event.listen(engine, "commit", on_commit)
+    try:
+        result, _, rows = _run(path, config, "notes.yaml", "notes-1")
+    finally:
+        event.remove(engine, "before_cursor_execute", on_execute)
+        event.remove(engine, "commit", on_commit)
+    assert result.status == "ok" and result.output == 4, result.error
+    assert rows == 2
+    together = [
+        t
+        for t in transactions
+        if any("agentflow_items" in s for s in t) and any("agentflow_answers" in s for s in t)
+    ]
+    assert len(together) == 1, transactions
+    claims = [s for t in transactions for s in t if s.startswith("INSERT INTO agentflow_answers")]
+    assert len(claims) == 1  # the end is claimed once

@@ -43,6 +43,8 @@ __all__ = [
     "FINISHED",
     "Claim",
     "claim_end",
+    "claims_table",
+    "end_claim_in",
     "check_messages",
     "checked_answer",
     "claim",
@@ -204,23 +206,36 @@ async def claim(workflow_id: str, key: str, message: Any, topic: str | None = No
 
 
 def _claim_end(run_id: str, kind: str) -> str:
-    import sqlalchemy as sa
-
     engine = system_database().engine
     _ensure_table(engine)
     with engine.begin() as conn:
-        taken = conn.execute(
-            sa.text(
-                f"INSERT INTO {TABLE} (workflow_id, question, kind, value, claimed_at) "
-                "VALUES (:w, :q, :k, NULL, :t) ON CONFLICT (workflow_id, question) DO NOTHING"
-            ),
-            {"w": run_id, "q": END_KEY, "k": kind, "t": time.time()},
-        ).rowcount
-        if taken == 1:
-            return kind
-        found = _read(conn, run_id, END_KEY)
-        assert found is not None, f"end claim of {run_id} conflicted but is not stored"
-        return found.kind
+        return end_claim_in(conn, run_id, kind)
+
+
+def claims_table(engine: Any) -> None:
+    """Make the claims table in ``engine``'s database unless this process made it already
+    (before a transaction that claims in it: :func:`end_claim_in`)."""
+    _ensure_table(engine)
+
+
+def end_claim_in(conn: Any, run_id: str, kind: str) -> str:
+    """:func:`claim_end`'s claim made in the caller's transaction ``conn`` (the table exists:
+    :func:`claims_table`), so it commits with what else the caller writes there — a root's
+    last records (items.py ``commit_with``): one transaction, not two, as a run ends."""
+    import sqlalchemy as sa
+
+    taken = conn.execute(
+        sa.text(
+            f"INSERT INTO {TABLE} (workflow_id, question, kind, value, claimed_at) "
+            "VALUES (:w, :q, :k, NULL, :t) ON CONFLICT (workflow_id, question) DO NOTHING"
+        ),
+        {"w": run_id, "q": END_KEY, "k": kind, "t": time.time()},
+    ).rowcount
+    if taken == 1:
+        return kind
+    found = _read(conn, run_id, END_KEY)
+    assert found is not None, f"end claim of {run_id} conflicted but is not stored"
+    return found.kind
 
 
 async def claim_end(run_id: str, kind: str) -> str:

@@ -31,7 +31,15 @@ from agentflow.errors import Cancelled, InputError, RunError
 from agentflow.ir.loader import load_plan_text
 from agentflow.runtime.config import load_config
 from agentflow.runtime.control import BATCH_CONCURRENCY
-from agentflow.runtime.durable.answers import CANCEL, FINISHED, UNANSWERED, claim, claim_end, claims
+from agentflow.runtime.durable.answers import (
+    CANCEL,
+    FINISHED,
+    UNANSWERED,
+    claim,
+    claims,
+    claims_table,
+    end_claim_in,
+)
 from agentflow.runtime.durable.dbos_launch import (
     ON_SHUTDOWN,
     REGISTRARS,
@@ -348,7 +356,9 @@ class DbosEngine:
     async def claim_end(self) -> bool:
         """The running root takes its run's end (answers.claim_end): False when ``flowc
         cancel`` took it first."""
-        return await claim_end(self.workflow_id(), FINISHED) != CANCEL
+        workflow_id = self.workflow_id()
+        taken = await _items().commit_with(workflow_id, _EndClaim(workflow_id))
+        return bool(taken != CANCEL)
 
     async def start_child(self, child_id: str, spec: dict[str, Any], queue: str | None) -> Any:
         """A child workflow ``child_id`` (``DBOS.start_workflow_async``, or enqueued on
@@ -457,6 +467,20 @@ def _mismatch(e: Exception) -> RunError:
         f"resuming the run reached another operation than the one recorded: {e} (a durable "
         "run replays the code it was recorded with; agentflow or a tool changed meanwhile?)",
     )
+
+
+class _EndClaim:
+    """The root's end claim (answers.end_claim_in) as a write of the batch that commits the
+    run's last item records (items.py ``commit_with``): one transaction as a run ends."""
+
+    def __init__(self, workflow_id: str):
+        self.workflow_id = workflow_id
+
+    def prepare(self, engine: Any) -> None:
+        claims_table(engine)
+
+    def __call__(self, conn: Any) -> str:
+        return end_claim_in(conn, self.workflow_id, FINISHED)
 
 
 def _items() -> ItemRecords:

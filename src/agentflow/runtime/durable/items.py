@@ -34,9 +34,9 @@ import asyncio
 import math
 import time
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from agentflow.core.vocabulary import MAX_INT
 from agentflow.errors import Cancelled, RunAborted
@@ -51,6 +51,17 @@ T = TypeVar("T")
 Row = tuple[str, str, str | None, str | None, int, float, float]
 #: A unit's rows read back: {operation name: (output, error, ordered)}.
 Recorded = dict[str, tuple[str | None, str | None, int]]
+
+
+class Extra(Protocol):
+    """A write that joins a batch's transaction (:meth:`ItemRecords.commit_with`)."""
+
+    def prepare(self, engine: Any) -> None:
+        """Called with the SQLAlchemy engine before the transaction (e.g. make a table)."""
+
+    def __call__(self, conn: Any) -> Any:
+        """The write, in the batch's transaction ``conn``; its return value is handed back."""
+
 
 #: The table of item records (created on first use, in the database of the run).
 TABLE = "agentflow_items"
@@ -126,6 +137,8 @@ class ItemRecords:
         #: (:data:`BEHIND_S`), and the loops whose next batch is wanted at once
         self._holding: dict[asyncio.AbstractEventLoop, asyncio.Future[None]] = {}
         self._wanted: set[asyncio.AbstractEventLoop] = set()
+        #: event loop → the writes that join its next batch's transaction (:meth:`commit_with`)
+        self._extras: dict[asyncio.AbstractEventLoop, list[tuple[Extra, asyncio.Future[Any]]]] = {}
 
     def forget(self, workflow_id: str) -> None:
         """Drop what was read of unit ``workflow_id`` (it starts again: read it again)."""
@@ -277,6 +290,22 @@ class ItemRecords:
             if isinstance(result, BaseException):
                 raise result
 
+    async def commit_with(self, workflow_id: str, extra: Extra) -> Any:
+        """Commit unit ``workflow_id``'s rows written behind and ``extra`` in one transaction:
+        ``extra.prepare(engine)`` first (outside it: making a table), then ``extra(conn)`` in
+        the batch's transaction after its rows; returns what ``extra`` returns, once committed
+        (every row the unit queued before is committed by then).  A root's end claim goes so
+        (answers.end_claim_in): a run's last records and its end are one commit, not two
+        (issue 35).  Raises the transaction's error."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[Any] = loop.create_future()
+        self._extras.setdefault(loop, []).append((extra, done))
+        self._want(loop)
+        writer = self._writers.get(loop)
+        if writer is None or writer.done():
+            self._writers[loop] = asyncio.ensure_future(self._write_batches(loop))
+        return await done
+
     def _queue(self, row: tuple[str, str, str | None, str | None, int, float]) -> Any:
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
@@ -289,7 +318,7 @@ class ItemRecords:
         return done
 
     async def _write_batches(self, loop: asyncio.AbstractEventLoop) -> None:
-        while self._queues.get(loop):
+        while self._queues.get(loop) or self._extras.get(loop):
             await asyncio.sleep(0)  # the items finishing at this moment join the batch
             if loop not in self._wanted and BEHIND_S > 0:
                 # rows written behind only: the next calls' rows join them for a while
@@ -301,11 +330,14 @@ class ItemRecords:
                     timer.cancel()
                     self._holding.pop(loop, None)
             self._wanted.discard(loop)
-            batch, self._queues[loop] = self._queues[loop], []
+            batch, self._queues[loop] = self._queues.get(loop, []), []
+            extras, self._extras[loop] = self._extras.get(loop, []), []
             try:
-                cancelled = await self._thread(self._commit, [row for row, _ in batch])
+                cancelled, made = await self._thread(
+                    self._commit, [row for row, _ in batch], [extra for extra, _ in extras]
+                )
             except BaseException as e:
-                for _, done in batch:
+                for _, done in [*batch, *extras]:
                     if not done.done():
                         done.set_exception(e if isinstance(e, Exception) else RuntimeError(str(e)))
                 if not isinstance(e, Exception):
@@ -318,8 +350,12 @@ class ItemRecords:
                     done.set_exception(Cancelled())
                 else:
                     done.set_result(None)
+            for (_, done), value in zip(extras, made, strict=True):
+                if not done.done():
+                    done.set_result(value)
         # nothing queued on this loop (no await since the check): its entries go
         self._queues.pop(loop, None)
+        self._extras.pop(loop, None)
         self._writers.pop(loop, None)
         self._wanted.discard(loop)
 
@@ -329,9 +365,10 @@ class ItemRecords:
         self._wanted.add(loop)
         _wake(self._holding.get(loop))
 
-    def _commit(self, rows: list[Row]) -> set[str]:
-        """Insert ``rows`` in one transaction; returns the units among them that are
-        cancelled (their waiters raise ``RunAborted``; their finished calls stay recorded)."""
+    def _commit(self, rows: list[Row], extras: Sequence[Extra] = ()) -> tuple[set[str], list[Any]]:
+        """Insert ``rows`` and make ``extras``' writes (:meth:`commit_with`) in one
+        transaction; returns the units among the rows that are cancelled (their waiters raise
+        ``RunAborted``; their finished calls stay recorded) and what each extra returned."""
         sys_db = self._sys_db()
         engine = sys_db.engine
         _ensure_table(engine)
@@ -342,18 +379,23 @@ class ItemRecords:
             self._cancelled.update(sys_db.get_cancelled_workflow_ids(units))
         cancelled = self._cancelled.intersection(units)
         keep = rows
-        if keep:
+        made: list[Any] = []
+        for extra in extras:
+            extra.prepare(engine)
+        if keep or extras:
             mark = "?" if engine.dialect.paramstyle == "qmark" else "%s"
             with engine.begin() as conn:  # the driver's executemany: no per-row SQL work
-                conn.exec_driver_sql(
-                    f"INSERT INTO {TABLE} (workflow_id, name, output, error, ordered, "
-                    f"started_at, finished_at) VALUES ({', '.join([mark] * 7)}) "
-                    "ON CONFLICT (workflow_id, name) DO NOTHING",
-                    keep,
-                )
+                if keep:
+                    conn.exec_driver_sql(
+                        f"INSERT INTO {TABLE} (workflow_id, name, output, error, ordered, "
+                        f"started_at, finished_at) VALUES ({', '.join([mark] * 7)}) "
+                        "ON CONFLICT (workflow_id, name) DO NOTHING",
+                        keep,
+                    )
+                made = [extra(conn) for extra in extras]
             WRITTEN["transactions"] += 1
             WRITTEN["rows"] += len(keep)
-        return cancelled
+        return cancelled, made
 
 
 def _wake(held: asyncio.Future[None] | None) -> None:
