@@ -15,7 +15,9 @@ raw DBOS and Pydantic AI's DBOS agent:
   PYTHON`` (a Python with ``pydantic-ai-slim`` and ``dbos``, e.g. ``.venv-bench/bin/python``),
   the same task run by a Pydantic AI agent and by its ``DBOSAgent`` (each in its own process:
   DBOS is one per process); and DBOS's own floor, an empty raw DBOS workflow (its insert and
-  outcome transactions) started and awaited in this process, as a share of the plain run;
+  outcome transactions) started and awaited in this process, as a share of the plain run; and
+  the agent task again at ``synchronous = "normal"`` (no ``fsync`` per transaction), which
+  shows what the default's power-loss safety costs it;
 - ``--items N`` (default 10,000): a map of N items, each one no-op tool call, plain and
   durable (DBOS), each in a fresh process: wall time and peak RSS.
 
@@ -374,6 +376,27 @@ async def main(args: argparse.Namespace) -> None:
                     f"{floor / p:.2f}x of the plain run: ≤ 1.3x leaves "
                     f"{(0.3 * p - floor) * 1000:.1f} ms for the run's own records"
                 )
+        # the same agent task at `synchronous = "normal"` (docs/durable.md "Big maps: item
+        # records and synchronous"): no fsync per transaction — what the default's power-loss
+        # safety costs this run.  Its own database (the engine is launched once per URL).
+        (root / "normal").mkdir()
+        (root / "normal" / "tools.py").write_text(TOOLS)
+        nconfig = root / "normal" / "flow.toml"
+        nconfig.write_text(config.read_text() + '[durable]\nsynchronous = "normal"\n')
+        (root / "normal" / "agent.flow").write_text(AGENT_FLOW)
+        nplan, inp = root / "normal" / "agent.flow", {"title": "crash on start"}
+        open_database(database_for(load_config(nconfig)), executor_id="bench", queues=[])
+        await _timed(nplan, nconfig, True, 0, inp)
+        plain, durable = [], []
+        for _ in range(args.repeat):
+            k += 1
+            plain.append((await _timed(nplan, nconfig, False, k, inp))[0])
+            durable.append((await _timed(nplan, nconfig, True, k, inp))[0])
+        p, d = _median(plain), _median(durable)
+        print(
+            f"{'  synchronous=normal':<22} plain {p:.3f}s  DBOS {d:.3f}s  {d / p:.2f}x "
+            "(no fsync per transaction: a power loss may repeat the last steps)"
+        )
         shutdown()
 
         if args.peers:
