@@ -7,6 +7,7 @@ and a one-call unit's record, which its unit waits for, is never held."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -152,3 +153,72 @@ def test_a_runs_end_claim_commits_with_its_last_records(project):
     assert len(together) == 1, transactions
     claims = [s for t in transactions for s in t if s.startswith("INSERT INTO agentflow_answers")]
     assert len(claims) == 1  # the end is claimed once
+
+
+def _statements_of(run: Callable[[], object]) -> tuple[object, list[str]]:
+    """``run()``'s result and every statement the engine's connections executed meanwhile."""
+    from sqlalchemy import event
+
+    from agentflow.runtime.durable.dbos_system import system_database
+
+    engine = system_database().engine
+    seen: list[str] = []
+
+    def on_execute(conn, cursor, statement, params, context, many):
+        seen.append(statement)
+
+    event.listen(engine, "before_cursor_execute", on_execute)
+    try:
+        return run(), seen
+    finally:
+        event.remove(engine, "before_cursor_execute", on_execute)
+
+
+def test_records_written_behind_leave_their_fsync_to_the_next_full_commit(project):
+    # at synchronous=full (the default), a batch of rows nobody waits for (and the end claim
+    # joining it) is committed at NORMAL: the run's outcome, a full commit of the same WAL,
+    # follows it and syncs it (dbos_system.begin_behind); the connection is FULL again after
+    from agentflow.runtime.durable.dbos_system import system_database
+
+    path, config = project
+    (path / "notes.yaml").write_text(NOTES)
+    (result, _, _), seen = _statements_of(lambda: _run(path, config, "notes.yaml", "notes-2"))
+    assert result.status == "ok", result.error
+    batch = next(i for i, s in enumerate(seen) if s.startswith("INSERT INTO agentflow_items"))
+    assert seen[batch - 1] == "PRAGMA synchronous=NORMAL"
+    restored = seen.index("PRAGMA synchronous=FULL", batch)
+    outcome = next(i for i, s in enumerate(seen) if "workflow_output" in s and i > batch)
+    assert restored < outcome  # the outcome is committed at FULL, after the batch
+    with system_database().engine.connect() as conn:  # a pooled connection: FULL (2)
+        assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 2
+
+
+def test_a_one_call_units_record_is_a_full_commit_of_its_own(project):
+    # a map item's record is waited for by its unit (its ✓ says it is recorded): never relaxed
+    path, config = project
+    (result, _, _), seen = _statements_of(lambda: _run(path, config, "items.yaml", "map-2"))
+    assert result.status == "ok", result.error
+    level, levels = "FULL", []
+    for statement in seen:
+        if statement.startswith("PRAGMA synchronous="):
+            level = statement.split("=")[1]
+        elif statement.startswith("INSERT INTO agentflow_items"):
+            levels.append(level)
+    assert levels and set(levels) == {"FULL"}, levels  # the end claim alone may be NORMAL
+
+
+def test_at_normal_nothing_is_switched(tmp_path, monkeypatch):
+    (tmp_path / "notes.yaml").write_text(NOTES)
+    (tmp_path / "tools.py").write_text(TOOLS)
+    (tmp_path / "flow.toml").write_text(
+        '[tools]\nmodules = ["tools.py"]\nentry_points = false\n[durable]\nsynchronous = "normal"\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    config = load_config(str(tmp_path / "flow.toml"))
+    open_database(database_for(config), executor_id="test", queues=[])
+    try:
+        (result, _, _), seen = _statements_of(lambda: _run(tmp_path, config, "notes.yaml", "n-1"))
+    finally:
+        dbos_engine.shutdown()
+    assert result.status == "ok", result.error
+    assert not [s for s in seen if s.startswith("PRAGMA synchronous")]

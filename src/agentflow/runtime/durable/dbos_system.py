@@ -7,13 +7,16 @@ helpers that read its records (:mod:`.answers`, :mod:`.liveness`, :mod:`.ratelim
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import contextlib
+import weakref
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from agentflow.errors import ConfigError
 
 __all__ = [
+    "begin_behind",
     "dbos_instance",
     "install_inline_then",
     "dbos_module",
@@ -92,7 +95,44 @@ def sqlite_engine(url: str) -> Any:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute(f"PRAGMA synchronous={level.upper()}")
 
+    _LEVELS[engine.pool] = level  # shared by DBOS's `execution_options` copy of it
     return engine
+
+
+#: The ``synchronous`` level of the connection pool of each SQLite engine
+#: :func:`sqlite_engine` made.
+_LEVELS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+
+@contextlib.contextmanager
+def begin_behind(engine: Any) -> Iterator[Any]:
+    """``engine.begin()`` for a transaction of records written behind (items.py: rows nobody
+    waits for, and a root's end claim), committed at ``synchronous=NORMAL`` when the database
+    runs at ``full``: no ``fsync`` of its own.  Such a transaction is always followed by a
+    ``full`` commit of the same WAL before anything depends on it — the unit's next engine
+    operation (a non-idempotent call's start, a question, a sleep, a child) or its outcome —
+    and that commit's ``fsync`` makes it durable too (the WAL is one file, synced whole).
+    A process crash loses nothing committed (WAL at ``normal``); a power loss before that
+    next commit may lose it, which the operations in it tolerate: they are idempotent and
+    were not waited for (docs/durable.md "Big maps: item records and synchronous").  Any
+    other level, and PostgreSQL, is an ordinary transaction."""
+    if _LEVELS.get(engine.pool) != "full":
+        with engine.begin() as conn:
+            yield conn
+        return
+    with engine.connect() as conn:
+        conn.exec_driver_sql("PRAGMA synchronous=NORMAL")
+        conn.commit()  # no transaction of SQLite's is open: the pragma holds for the next
+        try:
+            with conn.begin():
+                yield conn
+        finally:
+            try:
+                conn.exec_driver_sql("PRAGMA synchronous=FULL")
+                conn.commit()
+            except Exception:
+                conn.invalidate()  # never back in the pool at NORMAL
+                raise
 
 
 def sqlite_path(url: str) -> Path | None:

@@ -40,7 +40,7 @@ from typing import Any, Protocol, TypeVar
 
 from agentflow.core.vocabulary import MAX_INT
 from agentflow.errors import Cancelled, RunAborted
-from agentflow.runtime.durable.dbos_system import dbos_module
+from agentflow.runtime.durable.dbos_system import begin_behind, dbos_module
 from agentflow.runtime.durable.records import ForeignRecord, Unreadable, install
 
 __all__ = ["ItemPage", "ItemRecords", "TABLE", "item_page", "item_steps", "items_for"]
@@ -384,7 +384,11 @@ class ItemRecords:
             extra.prepare(engine)
         if keep or extras:
             mark = "?" if engine.dialect.paramstyle == "qmark" else "%s"
-            with engine.begin() as conn:  # the driver's executemany: no per-row SQL work
+            # rows nobody waits for (written behind) and a root's end claim: the next commit
+            # of the unit — a full one — syncs them (dbos_system.begin_behind); a batch with
+            # a one-call unit's row, which its unit waits for, is a full commit of its own
+            behind = all(row[4] for row in keep)
+            with (begin_behind if behind else _begin)(engine) as conn:
                 if keep:
                     conn.exec_driver_sql(
                         f"INSERT INTO {TABLE} (workflow_id, name, output, error, ordered, "
@@ -392,10 +396,14 @@ class ItemRecords:
                         "ON CONFLICT (workflow_id, name) DO NOTHING",
                         keep,
                     )
-                made = [extra(conn) for extra in extras]
+                made = [extra(conn) for extra in extras]  # the driver's executemany above
             WRITTEN["transactions"] += 1
             WRITTEN["rows"] += len(keep)
         return cancelled, made
+
+
+def _begin(engine: Any) -> Any:
+    return engine.begin()
 
 
 def _wake(held: asyncio.Future[None] | None) -> None:
