@@ -414,7 +414,9 @@ class Descent(ExprDescent):
             K = self.K
             while K[self.p] == "COMMA":
                 self.p += 1
-                if K[self.p] not in ("COMMA", "RPAR"):
+                if K[self.p] == "COMMA":
+                    bail()  # a repeated comma: the LALR path reports it
+                if K[self.p] != "RPAR":
                     params.append(self.param())
         self.take("RPAR")
         return params
@@ -428,6 +430,8 @@ class Descent(ExprDescent):
             self.p += 1
             if K[self.p] == "RBRACE":
                 break
+            if K[self.p] == "COMMA":
+                bail()
             names.append(self.ident())
             aliases.append(self._import_alias())
         self.take("RBRACE")
