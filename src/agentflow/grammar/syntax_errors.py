@@ -24,6 +24,7 @@ from agentflow.core.vocabulary import (
 )
 from agentflow.core.vocabulary import KEYWORD_TERMINALS as KEYWORDS
 from agentflow.grammar import ast
+from agentflow.grammar.fn_syntax import fn_error
 from agentflow.grammar.scanner import OPENERS, OPS, TOP_LEVEL, Scanner, SynErr, Tok
 from agentflow.grammar.unclosed import word_at
 
@@ -783,6 +784,11 @@ def unexpected(
         else:
             span = sc.span_at(sc.pos, sc.pos, sc.line, sc.ls)
         return SynErr(msg, span)
+    in_fn = fn_error(tok, expected, sc, values)
+    if in_fn is not None:
+        return SynErr(
+            in_fn[0], in_fn[1], resume=tok.end - sc.ob, depth=len(sc.stack), hint=in_fn[2]
+        )
     if tok.type == "AT" and "AT" not in expected:
         # `extern tool f(x: text) -> int @range(0, 10)`, `type Score = int @range(0, 10)`
         named = word_at(sc.text, tok.end - sc.ob)
