@@ -21,7 +21,7 @@ from agentflow.grammar.parser import parse_module  # noqa: E402
 
 _HEAD = (
     "input { x: int }\nextern tool t(x: int) -> int\n"
-    "fn g(a: int, b: int) -> int = a + b\nuse agent \"w\" as w\n"
+    'fn g(a: int, b: int) -> int = a + b\nuse agent "w" as w\n'
 )
 
 

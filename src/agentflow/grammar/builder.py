@@ -199,7 +199,9 @@ def _repeated_comma(span: Span, what: str, whats: str) -> SynErr:
     (``[1,,2]``, ``f(a,,b)``, ``{ a: 1,, b: 2 }``, ``[,1]``): the syntax error at that comma.
     ``what`` names one item (``an argument``), ``whats`` several (``arguments``)."""
     return SynErr(
-        f"expected {what} before `,`", span, hint=f"one comma separates two {whats}: remove this one"
+        f"expected {what} before `,`",
+        span,
+        hint=f"one comma separates two {whats}: remove this one",
     )
 
 
@@ -764,7 +766,9 @@ class Builder:
         return _Acc([ast.Ident(c[0].span, c[0].value)])
 
     def codes_next(self, c: _Kids) -> _Idents:
-        return _comma_list([*c[:2], ast.Ident(c[2].span, c[2].value)], "an error code", "error codes")
+        return _comma_list(
+            [*c[:2], ast.Ident(c[2].span, c[2].value)], "an error code", "error codes"
+        )
 
     def codes_comma(self, c: _Kids) -> _Idents:
         return _comma_list(c, "an error code", "error codes")
