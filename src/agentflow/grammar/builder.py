@@ -444,6 +444,12 @@ class Builder:
     def stub_step(self, c: _Kids) -> ast.TestStub:
         return self._stub(c, "step")
 
+    def stub_step_branch(self, c: _Kids) -> ast.TestStub:
+        # STUB STEP NAME DOT NAME RETURNS opexpr: a branch of a `parallel` block
+        out = self._stub([*c[:3], c[5], c[6]], "step")
+        out.branch = ast.Ident(c[4].span, c[4].value)
+        return out
+
     def test_replay(self, c: _Kids) -> ast.TestReplay:
         path = _string_value(c[1], "a cassette path")
         return ast.TestReplay(_cover(c[0], c[1]), path, c[1].span)

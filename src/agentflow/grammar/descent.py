@@ -500,6 +500,10 @@ class Descent(ExprDescent):
         target = self.ident()
         values: list[ast.Expr | ast.StubFails] = []
         always = False
+        branch = None
+        if kind == "STEP" and K[self.p] == "DOT":  # `stub step r.a`: a `parallel` branch
+            self.p += 1
+            branch = self.ident()
         if kind == "STEP" or kind == "ASK":
             self.take("RETURNS")
             values.append(self.opexpr())
@@ -520,6 +524,7 @@ class Descent(ExprDescent):
                 first,
                 values=values,
                 always=always,
+                branch=branch,
             )
         if kind not in ("AGENT", "STAGE", "TOOL"):
             bail()
