@@ -58,6 +58,7 @@ LAYERS: dict[str, tuple[str, int]] = {
     "agentflow.serve_wire": ("api", 5),  # serve's wire: JSON-RPC lines and bodies checked
     "agentflow.flowtest": ("api", 5),
     "agentflow.flowtest_network": ("api", 5),  # flowc test's network guard
+    "agentflow.flowtest_steps": ("api", 5),  # flowc test's stub step / stub ask
     "agentflow.ui": ("api", 5),  # flowc ui: the web console over the api's durable functions
     "agentflow.flowexplore": ("api", 5),
     "agentflow.client": ("api", 5),  # what `flowc gen python` modules call: runs through the api

@@ -19,7 +19,8 @@ from agentflow.compiler.lower_expressions import absent_reads_null
 from agentflow.compiler.lowering import LoweringError, lower
 from agentflow.compiler.render import render_text
 from agentflow.errors import ErrorInfo, FlowError
-from agentflow.flowtest import _plan_steps, _plan_tool_name, _where, virtual_sleep
+from agentflow.flowtest import _plan_tool_name, _where, virtual_sleep
+from agentflow.flowtest_steps import plan_steps
 from agentflow.ir.loader import load_plan_data
 from agentflow.runtime.config import Config, find_config, load_config
 from agentflow.runtime.events import CallbackSink
@@ -114,7 +115,7 @@ async def _explore(file: Path, runs: int) -> ExploreReport:
         return report
     plan = load_plan_data(data, shown)
     sites: dict[str, ExploreSite] = {}
-    for step in _plan_steps(data):
+    for step in plan_steps(data):
         entry = _SITES.get(step.get("tool_name", ""))
         source = (step.get("meta") or {}).get("source")
         if entry is None or source is None or (step.get("meta") or {}).get("kind"):

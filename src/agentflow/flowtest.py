@@ -26,7 +26,6 @@ import json
 import os
 import re
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -51,6 +50,7 @@ from agentflow.errors import (
     RunError,
 )
 from agentflow.flowtest_network import CALLER, GUARD, network_guard
+from agentflow.flowtest_steps import answers_tool, plan_steps, step_contract, stub_named_steps
 from agentflow.grammar import ast
 from agentflow.ir.functions import bind_calls, table_from_data
 from agentflow.ir.loader import load_plan_data
@@ -522,7 +522,7 @@ class _Cache:
 
 def _writes(plan: Any) -> bool:
     """True when ``plan`` may write files: a write tool, or an agent with a ``write`` scope."""
-    for step in _plan_steps(plan):
+    for step in plan_steps(plan):
         if step.get("tool_name") in WRITE_TOOLS:
             return True
         if step.get("tool_name") == "agent" and (step.get("input") or {}).get("write"):
@@ -606,10 +606,10 @@ async def _run_prepared(
     for stub in named:
         answer = Answers.of(stub, case, shown, problems, result)
         every.append(answer)
-        tools = _stub_named_steps(data, stub, answer, Tool)
+        tools = stub_named_steps(data, stub, answer, Tool, stages=result.stages)
         if not tools:
             return [
-                f"{_where(shown, stub.span)}: `stub {stub.kind} {stub.target.name}` answers no "
+                f"{_where(shown, stub.span)}: `stub {stub.kind} {stub.written}` answers no "
                 "step of the compiled flow (the value is computed inline, not by a step): "
                 "stub what it is computed from instead"
             ]
@@ -637,9 +637,9 @@ async def _run_prepared(
         if stub is not None:
             answer = Answers.of(stub, case, shown, problems, result)
             every.append(answer)
-            declared = [st for st in _plan_steps(data) if st.get("tool_name") == plan_name]
-            contract = _contract({**declared[0], "tool_name": name}) if declared else None
-            catalog.register(_answers_tool(Tool, plan_name, answer, None, contract), replace=True)
+            declared = [st for st in plan_steps(data) if st.get("tool_name") == plan_name]
+            contract = step_contract({**declared[0], "tool_name": name}) if declared else None
+            catalog.register(answers_tool(Tool, plan_name, answer, None, contract), replace=True)
         elif plan_name in user:
             catalog.register(user[plan_name], replace=True)
         elif plan_name not in catalog:
@@ -863,7 +863,7 @@ def _unconsumed(shown: str, every: list[Answers], stage_values: dict[str, Answer
         if answers.calls:
             continue
         stub = answers.stub
-        name = stub.target.name
+        name = stub.written
         why = _UNUSED[stub.kind].format(name=name)
         if stub.kind == "agent" and stage_values:
             stubbed = ", ".join(f"`stub stage {s}`" for s in stage_values)
@@ -952,7 +952,7 @@ class Answers:
         else:
             stub = self.stub
             message = (
-                f"{_where(self.shown, stub.span)}: `stub {stub.kind} {stub.target.name}` gives "
+                f"{_where(self.shown, stub.span)}: `stub {stub.kind} {stub.written}` gives "
                 f"{len(self.values)} answers; call {self.calls} has none left"
             )
             self.problems.append(message)
@@ -987,84 +987,13 @@ class Answers:
         stub = self.stub
         which = f"answer {self.calls}" if len(self.values) > 1 else "its answer"
         message = (
-            f"{_where(self.shown, stub.span)}: `stub {stub.kind} {stub.target.name}` does not fit "
+            f"{_where(self.shown, stub.span)}: `stub {stub.kind} {stub.written}` does not fit "
             f"{what} ({which}): {'; '.join(errors[:3])}; a stub is never repaired: "
             'write an answer the contract accepts, or stub `fails "output_validation"` to test '
             "an answer that cannot be made to conform"
         )
         self.problems.append(message)
         raise RunError(Code.ABORTED, message)
-
-
-def _answers_tool(
-    Tool: Any, plan_name: str, answers: Answers, wrap: Any = None, contract: Any = None
-) -> Any:
-    async def answer(args: dict[str, Any], ctx: Any) -> Any:
-        value = answers.next()
-        if contract is not None:
-            answers.held_to(contract[2](value), contract[:2])
-        return wrap(value) if wrap is not None else value
-
-    what = f"stub of {answers.stub.target.name}"
-    return Tool(plan_name, what, {"type": "object"}, answer, source="test-stub")
-
-
-def _stub_named_steps(data: dict[str, Any], stub: Any, answers: Answers, Tool: Any) -> list[Any]:
-    """Turn the steps ``stub ask|step NAME`` answers into calls of a stub tool each, and return
-    those tools (none: no step found). ``stub step NAME``: every step bound by ``let NAME``;
-    ``stub ask NAME``: the ``ask`` steps bound by ``let NAME``, else every ``ask`` step of stage
-    ``NAME``. A step keeps its ``select`` (the compiler may have folded what follows into it);
-    the tool answers the result the step would have had, from which the ``select`` reads the
-    stub's value (``{answer: V}`` for an ``ask``, ``{output: V}`` for an agent, …)."""
-    steps = list(_plan_steps(data))
-    name = stub.target.name
-    if stub.kind == "step":
-        chosen = [st for st in steps if (st.get("meta") or {}).get("name") == name]
-    else:
-        asks = [st for st in steps if st.get("tool_name") == "ask"]
-        chosen = [st for st in asks if (st.get("meta") or {}).get("name") == name] or [
-            st for st in asks if (st.get("meta") or {}).get("stage") == name
-        ]
-    tools = []
-    for n, st in enumerate(chosen):
-        tool_name = f"test_stub__{stub.kind}_{name}_{n}"
-        wrap, contract = _result_shape(st), _contract(st)
-        keep: dict[str, Any] = {k: st[k] for k in ("id", "select", "meta") if k in st}
-        st.clear()
-        st.update(keep, tool_name=tool_name, input={})
-        tools.append(_answers_tool(Tool, tool_name, answers, wrap, contract))
-    return tools
-
-
-def _contract(step: dict[str, Any]) -> tuple[dict[str, Any], str, Any] | None:
-    """What the value a ``stub step|ask`` gives ``step`` is held to, as a real result is:
-    ``(schema, what it is, the value as the schema reads it)`` (an agent's ``expect`` of a
-    non-object type reads ``{value: V}``), or None (the step declares none)."""
-    tool, given = str(step.get("tool_name")), step.get("input") or {}
-    schema, shape = step.get("result_schema"), (lambda v: v)
-    what = f"the declared result type of tool `{tool}`"
-    if tool == "ask":
-        schema, what = given.get("schema"), "the `ask`'s `expect`"
-    elif tool == "agent":
-        schema, what = given.get("output_schema"), "the agent's `expect`"
-        if "result.output.value" in str(step.get("select") or ""):
-            shape = lambda v: {"value": v}  # noqa: E731
-    return (schema, what, shape) if isinstance(schema, dict) else None
-
-
-def _result_shape(step: dict[str, Any]) -> Any:
-    """How the result of ``step`` holds its value, for its ``select``: a function value → result."""
-    tool = str(step.get("tool_name"))
-    select = str(step.get("select") or "")
-    if tool == "ask":
-        return lambda v: {"answer": v}
-    if tool == "filter":
-        return lambda v: {"kept": v}
-    if tool == "agent" and "result.output.value" in select:
-        return lambda v: {"output": {"value": v}}
-    if tool == "agent" or (tool.startswith("plan__") and "result.output" in select):
-        return lambda v: {"output": v}
-    return None
 
 
 def _named_caller(tool: Any, what: str) -> Any:
@@ -1168,15 +1097,3 @@ def _as_checked(schema: Any) -> Any:
     if schema.get("x-flow-type") == "member":
         out.pop("enum", None)
     return out
-
-
-def _plan_steps(data: Any) -> Iterator[dict[str, Any]]:
-    """Every step dict of plan ``data``: top level, bodies and sub-plans."""
-    if isinstance(data, dict):
-        if "tool_name" in data:
-            yield data
-        for v in data.values():
-            yield from _plan_steps(v)
-    elif isinstance(data, list):
-        for v in data:
-            yield from _plan_steps(v)

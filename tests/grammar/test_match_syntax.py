@@ -119,7 +119,7 @@ def test_a_repeated_comma_between_arms_is_a_syntax_error_as_in_an_object():
         assert [(d.message, d.span.line, d.span.column) for d in diags] == [
             ("expected an arm before `,`", 3, column)
         ]
-        assert diags[0].hint == "arms of a `match` are separated by one comma: remove this one"
+        assert diags[0].hint == "one comma separates two arms of a `match`: remove this one"
     message, _ = _hint("{ a: 1,, b: 2 }")
     assert message == "expected an entry before `,`"
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+from agentflow.compiler.api import check_source
 from agentflow.grammar import ast
 from agentflow.grammar.descent import parse_clean
 from agentflow.grammar.lalr import DRIVER
@@ -95,3 +96,55 @@ def test_a_limit_without_its_number_says_so_for_the_block():
     )
     assert text[diag.span.start : diag.span.end] == "limit"
     assert diag.hint and "parallel limit 2" in diag.hint
+
+
+_CATCH_HINT = (
+    "keep a branch's failure as a value in that branch, with `catch`: "
+    "`parallel {{ {branch} catch {{ fallback }}, … }}` (`catch as err {{ … }}` to read the "
+    "error); the other branches still run. `tolerate N` is an option of `map`: "
+    "`parallel map xs as x tolerate 1 {{ … }}`"
+)
+
+
+def _tolerating(block: str) -> str:
+    return (
+        "input { n: int }\nextern tool t(x: int) -> int\n"
+        f"stage s {{\n  let r = {block}\n  return r\n}}\n"
+    )
+
+
+def test_tolerate_on_a_parallel_block_is_told_with_the_catch_to_write_instead():
+    for block, column in (
+        ("parallel tolerate 1 { a: t(x: 1), b: t(x: 2) }", 20),
+        ("parallel tolerate 50% { a: t(x: 1), b: t(x: 2) }", 20),
+        ("parallel limit 2 tolerate 1 { a: t(x: 1), b: t(x: 2) }", 28),
+        ("parallel limit input.n tolerate 1 { a: t(x: 1), b: t(x: 2) }", 34),
+    ):
+        text = _tolerating(block)
+        _, diags = parse_module(text, "p.flow")
+        assert [(d.code, d.message, d.span.line, d.span.column) for d in diags] == [
+            ("syntax-error", "a `parallel` block has no `tolerate`", 4, column)
+        ], block
+        assert diags[0].hint == _CATCH_HINT.format(branch="a: t(x: 1)")
+        assert text[diags[0].span.start : diags[0].span.end] == "tolerate"
+        lalr, lalr_diags = parse_module_lalr(text, "p.flow")
+        assert lalr_diags == diags
+
+
+def test_tolerate_after_a_parallel_block_says_the_block_has_none():
+    _, diags = parse_module(_tolerating("parallel { a: t(x: 1), b: t(x: 2) } tolerate 1"), "p.flow")
+    assert [d.message for d in diags] == [
+        "expected the end of the statement (a line break), found the name `tolerate`"
+    ]
+    assert diags[0].hint == (
+        "a `parallel` block has no `tolerate`: keep a branch's failure as a value in that "
+        "branch, with `catch` (`parallel { a: f(x) catch { fallback }, … }`); the other "
+        "branches still run"
+    )
+
+
+def test_the_catch_the_hint_gives_keeps_the_other_branches_running():
+    # what the hint says to write checks clean: a branch's failure as its fallback value
+    text = _tolerating("parallel { a: t(x: 1) catch { 0 }, b: t(x: 2) }")
+    result = check_source(text, "p.flow")
+    assert [d.code for d in result.diagnostics if d.severity == "error"] == []

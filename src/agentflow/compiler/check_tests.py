@@ -27,6 +27,7 @@ from agentflow.compiler.check_errors import agent_error_codes
 from agentflow.compiler.check_expressions import literal_const
 from agentflow.compiler.check_types import object_tags
 from agentflow.compiler.checker_shared import CheckerShared, Var
+from agentflow.compiler.lower_parallel import effectful
 from agentflow.compiler.symbols import Symbol
 from agentflow.compiler.types import (
     BOOL,
@@ -475,13 +476,24 @@ def _check_items(
         _check_default_input(checker, test)
     stubbed: dict[tuple[str, str], ast.TestStub] = {}
     for stub in test.stubs:
-        key = (stub.kind, stub.target.name)
+        key = (stub.kind, stub.written)
         if key in stubbed:
             checker.report(
                 D.DUPLICATE_DEFINITION,
-                f"`{stub.kind} {stub.target.name}` is stubbed twice in this test",
+                f"`{stub.kind} {stub.written}` is stubbed twice in this test",
                 stub.span,
                 notes=[Note("first stubbed here", stubbed[key].span)],
+            )
+            continue
+        whole = stubbed.get(("step", stub.target.name)) if stub.branch else None
+        if whole is not None:  # `stub step r` then `stub step r.a`: the block gives every branch
+            checker.report(
+                D.DUPLICATE_DEFINITION,
+                f"`step {stub.written}` is stubbed with its whole block `step {stub.target.name}` "
+                "in this test",
+                stub.span,
+                notes=[Note("the block stubbed here", whole.span)],
+                hint=f"the block's stub gives every branch of `{stub.target.name}`: remove one",
             )
             continue
         stubbed[key] = stub
@@ -898,6 +910,78 @@ def _nested_ask_hint(checker: CheckerShared, name: str) -> str | None:
     return None
 
 
+def _parallel_targets(
+    checker: CheckerShared, stub: ast.TestStub, targets: list[NamedStep]
+) -> list[NamedStep] | None:
+    """``stub step r`` / ``stub step r.a`` where ``let r`` may be a ``parallel`` block
+    (docs/reference/testing.md "Stubbing a parallel block"): what each stands in for — the
+    block, when every branch runs as a step (its value is the step's), or the branch ``a``, when
+    it runs as one (its value is the branch's); None once the mistake is reported."""
+    name, out = stub.target.name, []
+    for t in targets:
+        block = t.value
+        if not isinstance(block, ast.ParallelExpr):
+            if stub.branch is None:
+                out.append(t)
+                continue
+            _unknown_target(
+                checker,
+                f"`{name}` is not a `parallel` block: `stub step {stub.written}` names a branch of "
+                f"`let {name} = parallel {{ … }}`",
+                stub.branch.span,
+                notes=[Note(f"`{name}` is bound here", t.span)],
+                hint=f"stub the step itself: `stub step {name} returns …`",
+                names_nothing=False,
+            )
+            return None
+        runs = [b.key for b in block.branches if effectful(b.value)]
+        if stub.branch is None:
+            if len(runs) == len(block.branches):
+                out.append(t)
+                continue
+            pure = ", ".join(f"`{b.key}`" for b in block.branches if b.key not in runs)
+            _unknown_target(
+                checker,
+                f"`{name}` is not a step of its own: its `parallel` block computes {pure} from "
+                "other values",
+                stub.target.span,
+                notes=[Note(f"`{name}` is computed here", block.span)],
+                hint=(
+                    f"stub the branches that run, one by one: `stub step {name}.{runs[0]} returns …`"
+                    if runs
+                    else "stub what it is computed from (a tool, agent or ask)"
+                ),
+                names_nothing=False,
+            )
+            return None
+        key = stub.branch.name
+        branch = next((b for b in block.branches if b.key == key), None)
+        if branch is None:
+            keys = [b.key for b in block.branches]
+            _unknown_target(
+                checker,
+                f"the `parallel` block of `{name}` has no branch `{key}`",
+                stub.branch.span,
+                hint=did_you_mean(key, keys) or f"its branches: {', '.join(keys)}",
+                names_nothing=False,
+            )
+            return None
+        if key not in runs:
+            _unknown_target(
+                checker,
+                f"branch `{key}` of `{name}` is not a step of its own: its value is computed "
+                "from other values",
+                stub.branch.span,
+                notes=[Note(f"`{key}` is computed here", branch.value.span)],
+                hint="stub what it is computed from (a tool, agent or ask)",
+                names_nothing=False,
+            )
+            return None
+        value_type = checker.types.get(id(branch.value), ERROR)
+        out.append(NamedStep(name, t.stage, branch.value, value_type, branch.value.span))
+    return out
+
+
 def _check_named_stub(checker: CheckerShared, stub: ast.TestStub, case: str | None) -> None:
     """``stub ask NAME`` and ``stub step NAME``: the target exists, each value fits its type."""
     name = stub.target.name
@@ -927,7 +1011,13 @@ def _check_named_stub(checker: CheckerShared, stub: ast.TestStub, case: str | No
             return
     else:
         targets = [s for s in named_steps(checker.stage_order, checker.types) if s.name == name]
-        inline = [t for t in targets if not isinstance(t.value, _STEP_EXPRS)]
+        if targets and (stub.branch or any(isinstance(t.value, ast.ParallelExpr) for t in targets)):
+            found = _parallel_targets(checker, stub, targets)
+            if found is None:
+                return
+            targets = found
+        steps = (*_STEP_EXPRS, ast.ParallelExpr)
+        inline = [t for t in targets if not stub.branch and not isinstance(t.value, steps)]
         if inline:
             _unknown_target(
                 checker,
@@ -966,7 +1056,7 @@ def _check_named_stub(checker: CheckerShared, stub: ast.TestStub, case: str | No
             what = (
                 f"the `ask` in stage `{target.stage}`"
                 if stub.kind == "ask"
-                else (f"`{name}` in stage `{target.stage}`")
+                else (f"`{stub.written}` in stage `{target.stage}`")
             )
             before = len(checker.diags)
             _fits(checker, value, target.type, stub, what, target.span)

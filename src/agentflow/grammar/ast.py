@@ -807,8 +807,8 @@ class StubFails(Node):
 
 @dataclass(slots=True, eq=False)
 class TestStub(Node):
-    """``stub agent|stage|tool|ask NAME returns V [then V2 …]``, ``stub step NAME returns V`` or
-    ``stub agent|stage|tool NAME fails "code"``.
+    """``stub agent|stage|tool|ask NAME returns V [then V2 …]``, ``stub step NAME[.BRANCH] returns V``
+    or ``stub agent|stage|tool NAME fails "code"``.
 
     ``kind``: ``agent`` (an alias), ``stage`` (every agent call inside the stage), ``tool``,
     ``ask`` (the human's answer to the ``ask`` bound by ``let NAME``, or to every ``ask`` of stage
@@ -827,6 +827,13 @@ class TestStub(Node):
     fails_span: Span | None = None
     values: list[Expr | StubFails] = field(default_factory=list)
     always: bool = False
+    #: ``stub step NAME.BRANCH``: the branch of the ``parallel`` block of ``let NAME``
+    branch: Ident | None = None
+
+    @property
+    def written(self) -> str:
+        """The target as written: ``NAME``, or ``NAME.BRANCH``."""
+        return self.target.name + (f".{self.branch.name}" if self.branch is not None else "")
 
 
 @dataclass(slots=True, eq=False)

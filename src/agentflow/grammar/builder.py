@@ -194,14 +194,28 @@ def match_arm(patterns: list[ast.Expr], value: ast.Expr) -> ast.MatchArm:
     return ast.MatchArm(span, patterns, value)
 
 
-def _extra_arm_comma(span: Span) -> SynErr:
-    """A second comma between two arms of a ``match`` (or after the last): the syntax error
-    ``{ a: 1,, b: 2 }`` gives, for arms."""
+def _repeated_comma(span: Span, what: str, whats: str) -> SynErr:
+    """A second comma between two items of a comma-separated list, or one before the first
+    (``[1,,2]``, ``f(a,,b)``, ``{ a: 1,, b: 2 }``, ``[,1]``): the syntax error at that comma.
+    ``what`` names one item (``an argument``), ``whats`` several (``arguments``)."""
     return SynErr(
-        "expected an arm before `,`",
+        f"expected {what} before `,`",
         span,
-        hint="arms of a `match` are separated by one comma: remove this one",
+        hint=f"one comma separates two {whats}: remove this one",
     )
+
+
+def _comma_list(c: _Kids, what: str, whats: str) -> _Acc:
+    """``list , item`` (three children) or ``list ,`` (two) of a comma-separated list: the item
+    appended, or the comma noted; a comma after a comma (or before any item) is the syntax error
+    of :func:`_repeated_comma` (never dropped silently)."""
+    acc: _Acc = c[0]
+    if acc.comma or not acc:
+        raise _repeated_comma(c[1].span, what, whats)
+    acc.comma = len(c) == 2
+    if len(c) == 3:
+        acc.append(c[2])
+    return acc
 
 
 def _sep_check(acc: _Acc, new: Any, what: str) -> None:
@@ -223,16 +237,7 @@ def _sep_next(c: _Kids, what: str) -> _Acc:
 
 def _comma(c: _Kids) -> _Acc:
     """A separating comma after an entry (a second comma, or one before any entry, is an error)."""
-    acc = c[0]
-    if acc.comma or not acc:
-        raise SynErr(
-            "expected an entry before `,`",
-            c[1].span,
-            hint="one comma separates two entries: remove this one",
-        )
-    acc.comma = True
-    out: _Acc = acc
-    return out
+    return _comma_list(c, "an entry", "entries")
 
 
 _I = TypeVar("_I", bound=ast.Item)
@@ -310,12 +315,7 @@ class Builder:
         )
 
     def import_names(self, c: _Kids) -> list[tuple[ast.Ident, ast.Ident | None]]:
-        if len(c) == 1:
-            return [c[0]]
-        out: list[tuple[ast.Ident, ast.Ident | None]] = c[0]
-        if len(c) == 3:  # `, name` (two children: a trailing comma)
-            out.append(c[2])
-        return out
+        return _Acc(c) if len(c) == 1 else _comma_list(c, "a name", "imported names")
 
     def import_name(self, c: _Kids) -> tuple[ast.Ident, ast.Ident | None]:
         name = ast.Ident(c[0].span, c[0].value)
@@ -363,12 +363,7 @@ class Builder:
         return ast.Param(_cover(c[0], c[3]), ast.Ident(c[0].span, c[0].value), c[3], omittable=True)
 
     def params(self, c: _Kids) -> _Params:
-        if len(c) == 1:
-            return [c[0]]
-        out: _Params = c[0]
-        if len(c) == 3:  # `, item` (two children: a trailing comma)
-            out.append(c[2])
-        return out
+        return _Acc(c) if len(c) == 1 else _comma_list(c, "a parameter", "parameters")
 
     def param(self, c: _Kids) -> ast.Param:
         return ast.Param(_cover(c[0], c[2]), ast.Ident(c[0].span, c[0].value), c[2])
@@ -448,6 +443,12 @@ class Builder:
 
     def stub_step(self, c: _Kids) -> ast.TestStub:
         return self._stub(c, "step")
+
+    def stub_step_branch(self, c: _Kids) -> ast.TestStub:
+        # STUB STEP NAME DOT NAME RETURNS opexpr: a branch of a `parallel` block
+        out = self._stub([*c[:3], c[5], c[6]], "step")
+        out.branch = ast.Ident(c[4].span, c[4].value)
+        return out
 
     def test_replay(self, c: _Kids) -> ast.TestReplay:
         path = _string_value(c[1], "a cassette path")
@@ -765,20 +766,18 @@ class Builder:
         return None
 
     def catch_on(self, c: _Kids) -> _Idents:
-        out: _Idents = c[2]
-        return out
+        return list(c[2])
 
     def codes_first(self, c: _Kids) -> _Idents:
-        return [ast.Ident(c[0].span, c[0].value)]
+        return _Acc([ast.Ident(c[0].span, c[0].value)])
 
     def codes_next(self, c: _Kids) -> _Idents:
-        out: _Idents = c[0]
-        out.append(ast.Ident(c[2].span, c[2].value))
-        return out
+        return _comma_list(
+            [*c[:2], ast.Ident(c[2].span, c[2].value)], "an error code", "error codes"
+        )
 
     def codes_comma(self, c: _Kids) -> _Idents:
-        out: _Idents = c[0]
-        return out
+        return _comma_list(c, "an error code", "error codes")
 
     def catch_unbound(self, c: _Kids) -> None:
         return None
@@ -864,18 +863,9 @@ class Builder:
         return _Acc([c[0]])
 
     def arms_next(self, c: _Kids) -> _Acc:
-        out: _Acc = c[0]
-        if out.comma:  # `"a" => 1,, "b" => 2`: the second comma
-            raise _extra_arm_comma(c[1].span)
-        out.append(c[2])
-        return out
+        return _comma_list(c, "an arm", "arms of a `match`")  # `"a" => 1,, "b" => 2`
 
-    def arms_comma(self, c: _Kids) -> _Acc:
-        out: _Acc = c[0]
-        if out.comma:
-            raise _extra_arm_comma(c[1].span)
-        out.comma = True
-        return out
+    arms_comma = arms_next
 
     def match_arm(self, c: _Kids) -> ast.MatchArm:
         patterns: list[ast.Expr] = c[0]
@@ -971,13 +961,9 @@ class Builder:
         return _Acc(c)
 
     def tool_refs_next(self, c: _Kids) -> _Acc:
-        out: _Acc = c[0]
-        out.append(c[2])
-        return out
+        return _comma_list(c, "a tool", "tools")
 
-    def tool_refs_comma(self, c: _Kids) -> _Acc:
-        out: _Acc = c[0]
-        return out
+    tool_refs_comma = tool_refs_next
 
     def tool_ref(self, c: _Kids) -> ast.ToolRef:
         t = c[0]
@@ -1083,12 +1069,7 @@ class Builder:
         return ast.Call(callee.span.to(close), callee, named, positional)
 
     def args(self, c: _Kids) -> _Args:
-        if len(c) == 1:
-            return [c[0]]
-        out: _Args = c[0]
-        if len(c) == 3:  # `, item` (two children: a trailing comma)
-            out.append(c[2])
-        return out
+        return _Acc(c) if len(c) == 1 else _comma_list(c, "an argument", "arguments")
 
     def named_arg(self, c: _Kids) -> ast.Argument:
         return ast.Argument(_cover(c[0], c[2]), c[0].value, c[0].span, c[2])
@@ -1126,8 +1107,11 @@ class Builder:
     # list items are collected like tool references (comma-separated)
     items_empty = tool_refs_empty
     items_first = tool_refs_first
-    items_next = tool_refs_next
-    items_comma = tool_refs_comma
+
+    def items_next(self, c: _Kids) -> _Acc:
+        return _comma_list(c, "an item", "items of a list")
+
+    items_comma = items_next
 
     def object(self, c: _Kids) -> ast.ObjectLit:
         return ast.ObjectLit(_cover(c[0], c[2]), list(c[1]))

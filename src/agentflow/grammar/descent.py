@@ -414,7 +414,9 @@ class Descent(ExprDescent):
             K = self.K
             while K[self.p] == "COMMA":
                 self.p += 1
-                if K[self.p] not in ("COMMA", "RPAR"):
+                if K[self.p] == "COMMA":
+                    bail()  # a repeated comma: the LALR path reports it
+                if K[self.p] != "RPAR":
                     params.append(self.param())
         self.take("RPAR")
         return params
@@ -428,6 +430,8 @@ class Descent(ExprDescent):
             self.p += 1
             if K[self.p] == "RBRACE":
                 break
+            if K[self.p] == "COMMA":
+                bail()
             names.append(self.ident())
             aliases.append(self._import_alias())
         self.take("RBRACE")
@@ -496,6 +500,10 @@ class Descent(ExprDescent):
         target = self.ident()
         values: list[ast.Expr | ast.StubFails] = []
         always = False
+        branch = None
+        if kind == "STEP" and K[self.p] == "DOT":  # `stub step r.a`: a `parallel` branch
+            self.p += 1
+            branch = self.ident()
         if kind == "STEP" or kind == "ASK":
             self.take("RETURNS")
             values.append(self.opexpr())
@@ -516,6 +524,7 @@ class Descent(ExprDescent):
                 first,
                 values=values,
                 always=always,
+                branch=branch,
             )
         if kind not in ("AGENT", "STAGE", "TOOL"):
             bail()

@@ -254,7 +254,9 @@ class ExprDescent:
             codes = [self.ident()]
             while K[self.p] == "COMMA":
                 self.p += 1
-                if K[self.p] != "COMMA" and K[self.p] != "RSQB":
+                if K[self.p] == "COMMA":
+                    bail()  # a repeated comma: the LALR path reports it
+                if K[self.p] != "RSQB":
                     codes.append(self.ident())
             self.take("RSQB")
         var = None
@@ -505,7 +507,9 @@ class ExprDescent:
         while K[self.p] == "COMMA":
             self.p += 1
             k = K[self.p]
-            if k != "COMMA" and k != "RPAR":
+            if k == "COMMA":
+                bail()  # a repeated comma: the LALR path reports it
+            if k != "RPAR":
                 out.append(self.arg())
         return out
 
@@ -549,6 +553,8 @@ class ExprDescent:
                 if k == "RSQB":
                     break
                 if k == "COMMA":
+                    if not sep:
+                        bail()  # a comma before any item or after a comma
                     self.p += 1
                     sep = False
                     continue
@@ -827,6 +833,8 @@ class ExprDescent:
             if k == "RSQB":
                 return refs
             if k == "COMMA":
+                if not sep:
+                    bail()  # a comma before any tool or after a comma
                 self.p = p + 1
                 sep = False
                 continue

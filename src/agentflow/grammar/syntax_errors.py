@@ -24,6 +24,7 @@ from agentflow.core.vocabulary import (
 )
 from agentflow.core.vocabulary import KEYWORD_TERMINALS as KEYWORDS
 from agentflow.grammar import ast
+from agentflow.grammar.fn_syntax import fn_error
 from agentflow.grammar.scanner import OPENERS, OPS, TOP_LEVEL, Scanner, SynErr, Tok
 from agentflow.grammar.unclosed import word_at
 
@@ -783,6 +784,20 @@ def unexpected(
         else:
             span = sc.span_at(sc.pos, sc.pos, sc.line, sc.ls)
         return SynErr(msg, span)
+    if tok.value == "tolerate" and _in_parallel_head(values):
+        # `parallel tolerate 1 { … }`, `parallel limit 2 tolerate 1 { … }`
+        return SynErr(
+            "a `parallel` block has no `tolerate`",
+            tok.span,
+            resume=tok.end - sc.ob,
+            depth=len(sc.stack),
+            hint=_parallel_tolerate_hint(sc, tok),
+        )
+    in_fn = fn_error(tok, expected, sc, values)
+    if in_fn is not None:
+        return SynErr(
+            in_fn[0], in_fn[1], resume=tok.end - sc.ob, depth=len(sc.stack), hint=in_fn[2]
+        )
     if tok.type == "AT" and "AT" not in expected:
         # `extern tool f(x: text) -> int @range(0, 10)`, `type Score = int @range(0, 10)`
         named = word_at(sc.text, tok.end - sc.ob)
@@ -860,6 +875,27 @@ def unexpected(
             notes=[*notes, (f"the parser stopped here: {msg}", tok.span)],
         )
     return SynErr(msg, tok.span, resume=resume, depth=len(sc.stack), hint=hint, notes=notes)
+
+
+def _in_parallel_head(values: list[Any] | None) -> bool:
+    """Whether the parser is in the head of a ``parallel`` block, right after ``parallel`` or
+    its ``limit N`` (``values``: the driver's value stack)."""
+    vals = values or []
+    kinds = [getattr(v, "type", None) for v in vals[-3:]]
+    return kinds[-1:] == ["PARALLEL"] or (kinds[:2] == ["PARALLEL", "LIMIT"] and len(kinds) == 3)
+
+
+def _parallel_tolerate_hint(sc: Scanner, tok: Any) -> str:
+    """What to write instead of ``tolerate`` on a ``parallel`` block: a ``catch`` in the branch
+    whose failure is to be a value (the first branch's name when the block's text shows it)."""
+    m = re.search(r"\{\s*([A-Za-z_]\w*)\s*:\s*([^,\n}]{1,40})", sc.text[tok.end - sc.ob :])
+    branch = f"{m.group(1)}: {m.group(2).strip()}" if m else "a: f(x)"
+    return (
+        f"keep a branch's failure as a value in that branch, with `catch`: "
+        f"`parallel {{ {branch} catch {{ fallback }}, … }}` (`catch as err {{ … }}` to read the "
+        "error); the other branches still run. `tolerate N` is an option of `map`: "
+        "`parallel map xs as x tolerate 1 { … }`"
+    )
 
 
 def _block_limit_without_number(values: list[Any] | None) -> tuple[Tok, Span] | None:
@@ -1003,6 +1039,12 @@ def _misplaced_clause(word: str, before: ast.Expr | None) -> str | None:
         head = "parallel map" if before.parallel else "map"
         example = "tolerate 1" if word == "tolerate" else "limit 4"
         return f"`{word}` goes before the body: `{head} xs as x {example} {{ … }}`"
+    if isinstance(before, ast.ParallelExpr) and word == "tolerate":
+        return (
+            "a `parallel` block has no `tolerate`: keep a branch's failure as a value in that "
+            "branch, with `catch` (`parallel { a: f(x) catch { fallback }, … }`); the other "
+            "branches still run"
+        )
     if isinstance(before, ast.AgentExpr) and word in AGENT_CLAUSES:
         return f"`{word}` is a clause of the agent block: write it inside its braces, `agent(…) {{ … {word} … }}`"
     if word in ("timeout", "retry"):

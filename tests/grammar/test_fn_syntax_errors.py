@@ -1,0 +1,94 @@
+"""The slips of a `fn` declaration are told in a function's terms, with the fix in the user's
+own names (docs/reference/programs.md "User functions"): a body written as a block, no result
+type, a parameter without its type. Both parsers give the one diagnostic (the fast path leaves
+the file to the LALR path)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from test_descent import assert_same_as_lalr  # noqa: E402
+
+from agentflow.grammar.parser import parse_module  # noqa: E402
+
+_TYPED = "a function's parameters and result are typed, as a tool's are"
+
+CASES = [
+    (
+        "fn f(x: int) -> int { x + 1 }",
+        "a function's body is one expression after `=`, not a block",
+        21,
+        "write `fn f(x: int) -> int = x + 1`",
+    ),
+    (
+        "fn f(x: int) -> int { return x + 1 }",
+        "a function's body is one expression after `=`, not a block",
+        21,
+        "write `fn f(x: int) -> int = x + 1`",
+    ),
+    (
+        "fn f(x: int) { x + 1 }",
+        "function `f` has no result type",
+        14,
+        "write `fn f(x: int) -> T = x + 1`, `T` the type of its value (`int`, `text`, `bool`, "
+        f"a named type …): {_TYPED}",
+    ),
+    (
+        "fn f(x: int) = x + 1",
+        "function `f` has no result type",
+        14,
+        "write `fn f(x: int) -> T = x + 1`, `T` the type of its value (`int`, `text`, `bool`, "
+        f"a named type …): {_TYPED}",
+    ),
+    (
+        "fn f(x) -> int = x + 1",
+        "parameter `x` of function `f` has no type",
+        6,
+        "write its type after a colon, `x: int` (or `text`, `bool`, a named type …): a "
+        "function's parameters are typed, as a tool's are",
+    ),
+    (
+        "fn f(n: int, label) -> text = label",
+        "parameter `label` of function `f` has no type",
+        14,
+        "write its type after a colon, `label: int` (or `text`, `bool`, a named type …): a "
+        "function's parameters are typed, as a tool's are",
+    ),
+]
+
+
+@pytest.mark.parametrize(("line", "message", "column", "hint"), CASES)
+def test_a_fn_slip_is_told_in_a_functions_terms_with_its_fix(
+    line: str, message: str, column: int, hint: str
+) -> None:
+    text = f"{line}\nstage s -> int {{ return 1 }}\n"
+    _, diags = parse_module(text, "f.flow")
+    assert [(d.code, d.message, d.span.line, d.span.column) for d in diags] == [
+        ("syntax-error", message, 1, column)
+    ]
+    assert diags[0].hint == hint
+    assert_same_as_lalr(text, "f.flow")
+
+
+def test_a_block_body_of_several_statements_gets_the_rule_not_a_copy() -> None:
+    text = "fn f(x: int) -> int {\n  let y = x\n  return y + 1\n}\nstage s -> int { return 1 }\n"
+    _, diags = parse_module(text, "f.flow")
+    assert [(d.message, d.span.line, d.span.column) for d in diags] == [
+        ("a function's body is one expression after `=`, not a block", 1, 21)
+    ]
+    assert diags[0].hint == (
+        "write `fn f(x: int) -> int = …`: one expression (an `if … then … else` or a `match` "
+        "to choose), no `let` or `return`; a computation of several steps is a `stage`"
+    )
+
+
+def test_the_error_spans_the_brace_of_the_block() -> None:
+    text = "fn f(x: int) -> int { x + 1 }\n"
+    _, diags = parse_module(text, "f.flow")
+    span = diags[0].span
+    assert text[span.start : span.end] == "{"
