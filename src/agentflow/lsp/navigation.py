@@ -22,7 +22,7 @@ IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 #: value bindings a rename may change (``input`` and the implicit ``index`` may not)
-_RENAMABLE = frozenset({"let", "loopvar", "acc", "stage", "use"})
+_RENAMABLE = frozenset({"let", "loopvar", "acc", "stage", "use", "param"})
 
 
 def definition(a: Analysis, offset: int) -> Span | None:
@@ -32,6 +32,9 @@ def definition(a: Analysis, offset: int) -> Span | None:
     fn = user_functions.definition(a, offset)
     if fn is not None:
         return fn
+    branch = locate.branch_under(a, offset)  # a `parallel` branch's name declares itself
+    if branch is not None:
+        return branch.key_span
     target = locate.target(a, offset)
     if target is None:
         return None
@@ -66,6 +69,9 @@ def definition(a: Analysis, offset: int) -> Span | None:
     if kind == "loopdecl":
         loop_name: ast.Ident = payload[1]
         return loop_name.span
+    if kind == "paramdecl":  # a user function's parameter, at its declaration
+        fn_param: ast.Param = payload
+        return fn_param.name.span
     if kind == "param":
         return param_span(a, *payload)
     return None
@@ -98,6 +104,8 @@ def value_binding(a: Analysis, kind: str, payload: Any) -> tuple[Any, str, str] 
         decl, ident = payload
         k = "acc" if isinstance(decl, ast.ReduceExpr) and decl.acc is ident else "loopvar"
         return decl, ident.name, k
+    if kind == "paramdecl":
+        return payload, payload.name.name, "param"
     return None
 
 
@@ -108,6 +116,8 @@ def binding_decl_span(a: Analysis, decl: Any, name: str, kind: str) -> Span | No
         return decl.name.span
     if isinstance(decl, ast.UseDecl):
         return decl.alias.span
+    if isinstance(decl, ast.Param):  # a user function's parameter
+        return decl.name.span
     if isinstance(decl, ast.InputDecl):
         s = decl.span
         return Span(s.file, s.line, s.column, s.line, s.column + 5, s.start, s.start + 5)
@@ -169,7 +179,15 @@ def references(a: Analysis, offset: int, include_declaration: bool = True) -> li
     types, tools (calls and ``tools [...]`` entries), tool parameters (call arguments), and
     fields (member accesses and object-literal keys typed by the declaring type).  With
     ``include_declaration`` the declaring name is included too — for prelude tools, their
-    parameters and fields of prelude types a span in ``"<prelude>"``."""
+    parameters and fields of prelude types a span in ``"<prelude>"``; user functions: see
+    :func:`agentflow.lsp.user_functions.references`."""
+    fn = user_functions.references(a, offset, include_declaration)
+    if fn is not None:
+        return fn
+    branch = locate.branch_under(a, offset)  # `parallel { a: … }`: its reads `r.a`
+    if branch is not None:
+        reads = field_uses(a, locate.span_key(branch.key_span))
+        return locate.unique(reads + ([branch.key_span] if include_declaration else []))
     target = locate.target(a, offset)
     if target is None:
         return None
@@ -247,7 +265,10 @@ def field_uses(a: Analysis, key: tuple[str, int, int]) -> list[Span]:
 def rename_target(a: Analysis, offset: int) -> tuple[str, str, Span] | None:
     """``(kind, name, span under the cursor)`` when a rename is possible there: ``kind`` is
     ``let``, ``loopvar``/``acc``, ``stage``, ``use`` or ``type`` (built-in types, ``input``
-    and ``index`` cannot be renamed)."""
+    and ``index`` cannot be renamed), ``param`` (a user function's) or ``function`` (one
+    declared in this file)."""
+    if user_functions.function_under(a, offset) is not None:
+        return user_functions.rename_target(a, offset)
     target = locate.target(a, offset)
     if target is None:
         return None
@@ -318,13 +339,23 @@ def rename_problem(a: Analysis, offset: int, new: str, keywords: frozenset[str])
     reference must still reach the renamed declaration, and nothing else may newly reach
     it) or a new error appears."""
     rt = rename_target(a, offset)
+    if user_functions.function_under(a, offset) is not None:
+        if not IDENT_RE.match(new):
+            return f"`{new}` is not a valid name"
+        if new in keywords:
+            return f"`{new}` is a keyword"
+        problem = user_functions.rename_problem(a, offset, new)
+        if problem is not None or rt is None or new == rt[1]:
+            return problem
+        spans = references_for_rename(a, offset) or []
+        return semantic_change(a, rt[0], rt[1], new, spans)
     imported = _imported_type(a, offset) if rt is None else None
     if imported is not None:
         return f"`{imported.name.name}` is declared in `{imported.span.file}`: rename it there"
     if rt is None:
         return (
-            "only `let` variables, loop variables, stages, `use` aliases and declared "
-            "types can be renamed"
+            "only `let` variables, loop variables, stages, `use` aliases, declared types, "
+            "user functions and their parameters can be renamed"
         )
     kind, old, _span = rt
     if not IDENT_RE.match(new):
@@ -358,11 +389,18 @@ def value_clash(a: Analysis, new: str, spans: list[Span]) -> str | None:
     declaration's block."""
     if new == "input":
         return "`input` is the flow's input"
+    keys = {locate.span_key(s) for s in spans}
     for item in a.module.items:
         if isinstance(item, ast.StageDecl) and item.name.name == new:
             return f"`{new}` is already the name of a stage (line {item.name.span.line})"
         if isinstance(item, ast.UseDecl) and item.alias.name == new:
             return f"`{new}` is already the name of a `use` (line {item.alias.span.line})"
+        if isinstance(item, ast.FnDecl) and any(  # renaming one of its parameters
+            locate.span_key(p.name.span) in keys for p in item.params
+        ):
+            for p in item.params:
+                if p.name.name == new:
+                    return f"`{new}` is already a parameter of `{item.name.name}`"
     for site in spans:
         line = local_clash(a, new, site)
         if line is not None:
