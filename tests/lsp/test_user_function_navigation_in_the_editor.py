@@ -113,22 +113,56 @@ def test_references_of_an_imported_function_reach_its_declaration(editor):
         assert starts(found, lib) == [at(LIB, "rank(s: Severity)")]
 
 
-def test_renaming_a_function_rewrites_its_fn_and_every_call(editor):
-    c, lib, _main = editor
+def test_references_of_a_function_reach_the_open_documents_importing_it(editor):
+    c, lib, main = editor
+    found = ask(
+        c,
+        "textDocument/references",
+        lib,
+        pos(LIB, "rank(s: Severity)"),
+        context={"includeDeclaration": False},
+    )
+    assert starts(found, main) == [
+        at(MAIN, "rank,"),
+        at(MAIN, "rank(input"),
+        at(MAIN, 'rank("high")'),
+    ]
+
+
+def test_renaming_a_function_rewrites_its_fn_every_call_and_its_importers(editor):
+    c, lib, main = editor
     prepared = ask(c, "textDocument/prepareRename", lib, pos(LIB, "rank(s) + k", 1))
     assert prepared["placeholder"] == "rank"
     assert prepared["range"]["start"] == pos(LIB, "rank(s) + k")
     edit = ask(c, "textDocument/rename", lib, pos(LIB, "rank(s) + k"), newName="urgency")
-    edits = edit["changes"][lib]
-    assert {e["newText"] for e in edits} == {"urgency"}
-    assert sorted(
-        (e["range"]["start"]["line"], e["range"]["start"]["character"]) for e in edits
-    ) == [
-        at(LIB, "rank(s: Severity)"),
-        at(LIB, "rank(s) + k"),
-        at(LIB, "rank(s) * k"),
-        at(LIB, 'rank("low")'),
-    ]
+    assert set(edit["changes"]) == {lib, main}
+    for uri, text, want in (
+        (lib, LIB, ["rank(s: Severity)", "rank(s) + k", "rank(s) * k", 'rank("low")']),
+        (main, MAIN, ["rank,", "rank(input", 'rank("high")']),
+    ):
+        edits = edit["changes"][uri]
+        assert {e["newText"] for e in edits} == {"urgency"}
+        got = sorted((e["range"]["start"]["line"], e["range"]["start"]["character"]) for e in edits)
+        assert got == [at(text, w) for w in want]
+
+
+def test_a_function_rename_that_clashes_in_an_importer_is_refused(editor):
+    c, lib, main = editor
+    other = main.replace("main.flow", "other.flow")
+    text = (
+        'import { rank } from "./lib.flow"\n'
+        "fn level(n: int) -> int = n\n"
+        'stage b -> int { return level(rank("low")) }\n'
+    )
+    c.open(other, text)
+    c.wait_notification("textDocument/publishDiagnostics", lambda p: p["uri"] == other, timeout=30)
+    try:
+        with pytest.raises(
+            LspError, match="`other.flow` imports `rank` and already has a function named `level`"
+        ):
+            ask(c, "textDocument/rename", lib, pos(LIB, "rank(s: Severity)"), newName="level")
+    finally:
+        c.notify("textDocument/didClose", {"textDocument": {"uri": other}})
 
 
 @pytest.mark.parametrize(

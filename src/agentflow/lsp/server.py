@@ -8,8 +8,9 @@ Features (LSP 3.17):
   ``flowc check`` (:func:`agentflow.compiler.api.check_source`), with notes as related
   information and the hint appended to the message; a result for a stale version is dropped;
 - hover, go to definition, find references, completion (trigger characters ``.`` and ``:``),
-  document symbols, prepare-rename and rename (``let``/loop variables, stages, ``use`` aliases
-  and types), whole-document formatting (``flowc fmt``);
+  document symbols, prepare-rename and rename (``let``/loop variables, stages, ``use`` aliases,
+  types, user functions and their parameters; a user function's references and rename reach
+  the open documents that import it), whole-document formatting (``flowc fmt``);
 - ``quickfix`` code actions for the diagnostics whose hint states an exact edit ("did you mean
   `X`?", ``tools none``, ``_name``, a missing ``use agent``), see
   :meth:`agentflow.lsp.analysis.Analysis.fixes`;
@@ -464,6 +465,27 @@ class FlowLanguageServer(LanguageServer):
         analysis, index = got
         return analysis, index, index.offset(position.line, position.character)
 
+    async def importer_uses(
+        self, uri: str, name: str
+    ) -> list[tuple[str, Analysis, LineIndex, list[Span]]]:
+        """The other open documents that import the user function ``name`` declared in
+        ``uri`` (directly), each with its analysis, line index and the spans naming the
+        function there (``import`` items and calls): what references and a rename of the
+        function reach beyond its file."""
+        path = file_key(self.file_of(uri))
+        out: list[tuple[str, Analysis, LineIndex, list[Span]]] = []
+        for other in list(self.workspace.text_documents):
+            if other == uri or path not in self._reads.get(other, frozenset()):
+                continue
+            got = await self.analysis(other)
+            if got is None:
+                continue
+            analysis, index = got
+            spans = analysis.calls_of(self.file_of(uri), name)
+            if spans:
+                out.append((other, analysis, index, spans))
+        return out
+
     def range_of(self, span: Span, index: LineIndex) -> lsp.Range:
         sl, sc = index.span_position(span.line, span.column)
         el, ec = index.span_position(span.end_line, span.end_column)
@@ -854,8 +876,15 @@ def create_server() -> FlowLanguageServer:
             raise JsonRpcInvalidParams(f"cannot rename: {problem}")
         new = params.new_name
         spans = analysis.references_for_rename(offset) or []
-        edits = [lsp.TextEdit(ls.range_of(s, index), new) for s in spans]
-        return lsp.WorkspaceEdit(changes={uri: edits})
+        changes = {uri: [lsp.TextEdit(ls.range_of(s, index), new) for s in spans]}
+        name = analysis.own_function(offset)
+        if name is not None and new != name:  # the open documents importing it follow
+            for other, imported, other_index, found in await ls.importer_uses(uri, name):
+                problem = imported.function_clash(ls.file_of(uri), name, new)
+                if problem is not None:
+                    raise JsonRpcInvalidParams(f"cannot rename: {problem}")
+                changes[other] = [lsp.TextEdit(ls.range_of(s, other_index), new) for s in found]
+        return lsp.WorkspaceEdit(changes=changes)
 
     @server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
     async def references(
@@ -869,7 +898,12 @@ def create_server() -> FlowLanguageServer:
         spans = analysis.references(offset, params.context.include_declaration)
         if spans is None:
             return None
-        return [ls.location_of(s, uri, index) for s in spans]
+        found = [ls.location_of(s, uri, index) for s in spans]
+        name = analysis.own_function(offset)
+        if name is not None:  # its calls in the open documents importing it
+            for other, _imported, other_index, more in await ls.importer_uses(uri, name):
+                found.extend(ls.location_of(s, other, other_index) for s in more)
+        return found
 
     @server.feature(
         lsp.TEXT_DOCUMENT_CODE_ACTION,

@@ -7,11 +7,13 @@ handled with the others (:mod:`.navigation`)."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agentflow.compiler.check_types import written_type
 from agentflow.compiler.check_user_functions import GRAMMAR_WORDS, FnSig
+from agentflow.compiler.imports import file_key
 from agentflow.core.functions import FUNCTIONS
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import TOP_LEVEL_WORDS
@@ -82,6 +84,14 @@ def references(a: Analysis, offset: int, include_declaration: bool = True) -> li
     if found is None:
         return None
     sig = found[0]
+    uses = _uses(a, sig)
+    if include_declaration:
+        uses.append(sig.decl.name.span)
+    return locate.unique(uses)
+
+
+def _uses(a: Analysis, sig: FnSig) -> list[Span]:
+    """The calls of ``sig`` in the document and its name in the document's ``import`` items."""
     functions = a.result.functions
     uses: list[Span] = []
     for n in ast.walk(a.module):
@@ -89,9 +99,7 @@ def references(a: Analysis, offset: int, include_declaration: bool = True) -> li
             uses.append(n.name_span)
         elif isinstance(n, ast.ImportDecl):
             uses.extend(local.span for _, local in n.pairs() if functions.get(local.name) is sig)
-    if include_declaration:
-        uses.append(sig.decl.name.span)
-    return locate.unique(uses)
+    return uses
 
 
 def rename_target(a: Analysis, offset: int) -> tuple[str, str, Span] | None:
@@ -127,6 +135,34 @@ def rename_problem(a: Analysis, offset: int, new: str) -> str | None:
     if other is not None:
         where = other.decl.name.span
         return f"a function named `{new}` already exists ({where.file}:{where.line})"
+    return None
+
+
+def calls_in(a: Analysis, declared_in: str, name: str) -> list[Span]:
+    """In the document of ``a``, an importer of the file ``declared_in``: every span naming
+    the function ``name`` declared there — its ``import`` items and its calls — empty when the
+    document does not import it. What a rename in ``declared_in`` rewrites in an importer
+    (a function is never renamed on import)."""
+    sig = a.result.functions.get(name)
+    if sig is None or not _imported(sig, a):
+        return []
+    if file_key(sig.decl.span.file) != file_key(declared_in):
+        return []
+    return [s for s in _uses(a, sig) if s.file == a.module.file]
+
+
+def clash_in(a: Analysis, declared_in: str, name: str, new: str) -> str | None:
+    """Why the function ``name`` of ``declared_in`` cannot be renamed ``new`` in the document
+    of ``a``, an importer that names it (another function, a tool named ``new`` there), or
+    None."""
+    if not calls_in(a, declared_in, name):
+        return None
+    res = a.result
+    where = os.path.basename(a.module.file)
+    if new in res.functions:
+        return f"`{where}` imports `{name}` and already has a function named `{new}`"
+    if new in res.tool_decls or new in res.tools:
+        return f"`{where}` imports `{name}` and already has a tool named `{new}`"
     return None
 
 
