@@ -245,7 +245,17 @@ def test_completion_offers_functions_and_while_a_body_is_typed_its_parameters(ed
     items = {i["label"]: i for i in got["items"]}
     assert items["twice"]["detail"] == "fn twice(s: Severity, k: int) -> int"
     assert "s" not in items and "k" not in items
-    c.change(lib, LIB, 4)
+    # a parameter's type in a header being typed; a new line after a whole `fn`: a new item
+    typing = LIB.replace("k: int) -> int = match", "k: ) -> int = match")
+    c.change(lib, typing, 4)
+    got = ask(c, "textDocument/completion", lib, pos(typing, "k: ", 3))
+    assert {"Severity", "int", "text"} <= {i["label"] for i in got["items"] if i["kind"] == 22}
+    typing = LIB.replace("else 1\n", "else 1\n\n")
+    c.change(lib, typing, 5)
+    got = ask(c, "textDocument/completion", lib, pos(typing, "else 1\n", 7))
+    assert {"stage", "fn", "type"} <= {i["label"] for i in got["items"]}
+    assert "s" not in {i["label"] for i in got["items"]}
+    c.change(lib, LIB, 6)
 
 
 def test_a_parallel_branch_name_and_its_reads(editor):
