@@ -80,6 +80,18 @@ def at(text: str, needle: str, delta: int = 0, nth: int = 0) -> tuple[int, int]:
     return p["line"], p["character"]
 
 
+def test_a_function_hovers_with_its_signature_and_doc_and_a_call_goes_to_its_fn(editor):
+    c, lib, main = editor
+    for uri, text, needle in ((lib, LIB, "rank(s: Severity)"), (main, MAIN, 'rank("high")')):
+        shown = ask(c, "textDocument/hover", uri, pos(text, needle, 1))
+        value = shown["contents"]["value"]
+        assert value.startswith("```flow\n(function) fn rank(s: Severity) -> int\n```")
+        assert "how urgent a severity is" in value
+        assert shown["range"]["start"] == pos(text, needle)
+        loc = ask(c, "textDocument/definition", uri, pos(text, needle, 2))
+        assert (loc["uri"], loc["range"]["start"]) == (lib, pos(LIB, "rank(s: Severity)"))
+
+
 def test_references_of_a_function_are_its_fn_and_every_call(editor):
     c, lib, _main = editor
     want = [
