@@ -113,9 +113,13 @@ class Analysis:
         target = user_functions.rename_target(self, offset)
         return target[1] if target is not None else None
 
+    def function_home(self, offset: int) -> tuple[str, str] | None:
+        """``(name, file declaring it)`` of the user function under ``offset``, or None."""
+        return user_functions.home(self, offset)
+
     def calls_of(self, declared_in: str, name: str) -> list[Span]:
-        """In this document, an importer of ``declared_in``: the spans naming the function
-        ``name`` declared there (``import`` items and calls), empty when it is not imported."""
+        """In this document (``declared_in`` or an importer of it): the spans naming the
+        function ``name`` declared there (calls and ``import`` items, not its ``fn``)."""
         return user_functions.calls_in(self, declared_in, name)
 
     def function_clash(self, declared_in: str, name: str, new: str) -> str | None:

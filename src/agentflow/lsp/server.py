@@ -465,23 +465,27 @@ class FlowLanguageServer(LanguageServer):
         analysis, index = got
         return analysis, index, index.offset(position.line, position.character)
 
-    async def importer_uses(
-        self, uri: str, name: str
+    async def function_uses(
+        self, uri: str, name: str, home: str
     ) -> list[tuple[str, Analysis, LineIndex, list[Span]]]:
-        """The other open documents that import the user function ``name`` declared in
-        ``uri`` (directly), each with its analysis, line index and the spans naming the
-        function there (``import`` items and calls): what references and a rename of the
-        function reach beyond its file."""
-        path = file_key(self.file_of(uri))
+        """The open documents besides ``uri`` that name the user function ``name`` declared in
+        the file ``home`` — that file's and those importing it — each with its analysis, line
+        index and the spans naming the function there (calls and ``import`` items): what
+        references and a rename of the function reach beyond the document asked."""
+        path = file_key(home)
         out: list[tuple[str, Analysis, LineIndex, list[Span]]] = []
         for other in list(self.workspace.text_documents):
-            if other == uri or path not in self._reads.get(other, frozenset()):
+            if other == uri:
+                continue
+            if file_key(self.file_of(other)) != path and path not in self._reads.get(
+                other, frozenset()
+            ):
                 continue
             got = await self.analysis(other)
             if got is None:
                 continue
             analysis, index = got
-            spans = analysis.calls_of(self.file_of(uri), name)
+            spans = analysis.calls_of(home, name)
             if spans:
                 out.append((other, analysis, index, spans))
         return out
@@ -879,7 +883,8 @@ def create_server() -> FlowLanguageServer:
         changes = {uri: [lsp.TextEdit(ls.range_of(s, index), new) for s in spans]}
         name = analysis.own_function(offset)
         if name is not None and new != name:  # the open documents importing it follow
-            for other, imported, other_index, found in await ls.importer_uses(uri, name):
+            home = ls.file_of(uri)
+            for other, imported, other_index, found in await ls.function_uses(uri, name, home):
                 problem = imported.function_clash(ls.file_of(uri), name, new)
                 if problem is not None:
                     raise JsonRpcInvalidParams(f"cannot rename: {problem}")
@@ -899,9 +904,9 @@ def create_server() -> FlowLanguageServer:
         if spans is None:
             return None
         found = [ls.location_of(s, uri, index) for s in spans]
-        name = analysis.own_function(offset)
-        if name is not None:  # its calls in the open documents importing it
-            for other, _imported, other_index, more in await ls.importer_uses(uri, name):
+        fn = analysis.function_home(offset)
+        if fn is not None:  # its calls in its file and in the files importing it, when open
+            for other, _imported, other_index, more in await ls.function_uses(uri, *fn):
                 found.extend(ls.location_of(s, other, other_index) for s in more)
         return found
 

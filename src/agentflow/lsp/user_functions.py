@@ -102,6 +102,12 @@ def _uses(a: Analysis, sig: FnSig) -> list[Span]:
     return uses
 
 
+def home(a: Analysis, offset: int) -> tuple[str, str] | None:
+    """``(name, file declaring it)`` of the user function under ``offset``, or None."""
+    found = function_under(a, offset)
+    return (found[0].name, found[0].decl.span.file) if found is not None else None
+
+
 def rename_target(a: Analysis, offset: int) -> tuple[str, str, Span] | None:
     """``("function", name, span under the cursor)`` for a function declared in this file (an
     imported one is renamed in its own file), or None."""
@@ -139,14 +145,13 @@ def rename_problem(a: Analysis, offset: int, new: str) -> str | None:
 
 
 def calls_in(a: Analysis, declared_in: str, name: str) -> list[Span]:
-    """In the document of ``a``, an importer of the file ``declared_in``: every span naming
-    the function ``name`` declared there — its ``import`` items and its calls — empty when the
-    document does not import it. What a rename in ``declared_in`` rewrites in an importer
-    (a function is never renamed on import)."""
+    """In the document of ``a`` — the file ``declared_in`` or one importing it — every span
+    naming the function ``name`` declared there: its calls and ``import`` items, not its
+    ``fn``; empty when the document does not know that function. What a rename in
+    ``declared_in`` rewrites in an importer (a function is never renamed on import), and what
+    references from one of those documents find in the others."""
     sig = a.result.functions.get(name)
-    if sig is None or not _imported(sig, a):
-        return []
-    if file_key(sig.decl.span.file) != file_key(declared_in):
+    if sig is None or file_key(sig.decl.span.file) != file_key(declared_in):
         return []
     return [s for s in _uses(a, sig) if s.file == a.module.file]
 
