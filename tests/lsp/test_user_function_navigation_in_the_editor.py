@@ -180,6 +180,9 @@ def test_a_function_rename_that_clashes_in_an_importer_is_refused(editor):
             ask(c, "textDocument/rename", lib, pos(LIB, "rank(s: Severity)"), newName="level")
     finally:
         c.notify("textDocument/didClose", {"textDocument": {"uri": other}})
+    # `import { rank, Severity }` would name `Severity` twice
+    with pytest.raises(LspError, match="`main.flow` imports `rank` and already has a type named"):
+        ask(c, "textDocument/rename", lib, pos(LIB, "rank(s: Severity)"), newName="Severity")
 
 
 @pytest.mark.parametrize(

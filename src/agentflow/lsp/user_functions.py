@@ -158,7 +158,7 @@ def calls_in(a: Analysis, declared_in: str, name: str) -> list[Span]:
 
 def clash_in(a: Analysis, declared_in: str, name: str, new: str) -> str | None:
     """Why the function ``name`` of ``declared_in`` cannot be renamed ``new`` in the document
-    of ``a``, an importer that names it (another function, a tool named ``new`` there), or
+    of ``a``, an importer that names it (a function, tool or type named ``new`` there), or
     None."""
     if not calls_in(a, declared_in, name):
         return None
@@ -168,6 +168,8 @@ def clash_in(a: Analysis, declared_in: str, name: str, new: str) -> str | None:
         return f"`{where}` imports `{name}` and already has a function named `{new}`"
     if new in res.tool_decls or new in res.tools:
         return f"`{where}` imports `{name}` and already has a tool named `{new}`"
+    if new in res.type_decls:  # `import { rank, Level }` would name `Level` twice
+        return f"`{where}` imports `{name}` and already has a type named `{new}`"
     return None
 
 
