@@ -30,6 +30,10 @@ stage a -> int {
   let r = parallel { fast: rank(input.severity), slow: 2 }
   return r.fast + rank("high") + r.slow
 }
+stage b -> text {
+  let k = "many"
+  return match input.severity { "high" => k, _ => "${k}!" }
+}
 """
 
 
@@ -288,3 +292,22 @@ def test_a_parallel_branch_name_and_its_reads(editor):
         assert (loc["uri"], loc["range"]["start"]) == (main, declared)
         found = ask(c, "textDocument/references", main, where, context={"includeDeclaration": True})
         assert starts(found, main) == [at(MAIN, "fast:"), at(MAIN, "r.fast", 2)]
+
+
+def test_a_name_read_in_match_arms_is_found_hovered_and_renamed(editor):
+    c, _lib, main = editor
+    arm = pos(MAIN, "=> k", 3)
+    assert ask(c, "textDocument/hover", main, arm)["contents"]["value"] == (
+        "```flow\n(let) k: text\n```"
+    )
+    loc = ask(c, "textDocument/definition", main, arm)
+    assert loc["range"]["start"] == pos(MAIN, "k = ")
+    want = [at(MAIN, "k = "), at(MAIN, "=> k", 3), at(MAIN, "${k}", 2)]
+    found = ask(c, "textDocument/references", main, arm, context={"includeDeclaration": True})
+    assert starts(found, main) == want
+    edit = ask(c, "textDocument/rename", main, arm, newName="plenty")
+    got = sorted(
+        (e["range"]["start"]["line"], e["range"]["start"]["character"])
+        for e in edit["changes"][main]
+    )
+    assert got == want
