@@ -2,7 +2,8 @@
 programs.md "User functions", docs/editors.md): find references and rename of a function (its
 `fn`, every call, an `import` item) and of a parameter inside its body; hover and definition
 at a parameter's declaration and at a use; completion of functions where an expression starts
-and of a body's parameters while the body is being typed; a `parallel` block's branch names."""
+and of a body's parameters while the body is being typed; a `parallel` block's branch names;
+names read in `match` arms."""
 
 from __future__ import annotations
 

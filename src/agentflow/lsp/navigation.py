@@ -1,6 +1,9 @@
 """Navigation and rename: go to definition, find references, and renaming a ``let``, loop
-variable, stage, ``use`` alias or declared type — with the reasons a rename must be refused
-(a clash, or a re-check of the edited text that resolves a name differently or adds an error)."""
+variable, stage, ``use`` alias, declared type, user function or function parameter — with the
+reasons a rename must be refused (a clash, or a re-check of the edited text that resolves a name
+differently or adds an error). User functions are :mod:`.user_functions`'; a ``parallel``
+block's branch names (:func:`~agentflow.lsp.locate.branch_under`) are declarations of the
+fields their reads (``r.fast``) name."""
 
 from __future__ import annotations
 
@@ -331,13 +334,15 @@ def rename_problem(a: Analysis, offset: int, new: str, keywords: frozenset[str])
     is safe (LSP ``textDocument/rename``).
 
     Refused: a target that cannot be renamed; a ``new`` that is not an identifier or is one
-    of ``keywords``; for a type, a built-in or already declared type name; for a value
-    binding (``let``, loop variable, stage, ``use`` alias), ``input``, a stage or ``use``
-    alias name, or any name visible at the declaration or at a reference (``let``/loop
-    variables, ``index``) or declared in the declaration's block.  Finally the edited text
-    is re-checked: the rename is refused when any name resolves differently (every
-    reference must still reach the renamed declaration, and nothing else may newly reach
-    it) or a new error appears."""
+    of ``keywords``; for a user function, what
+    :func:`agentflow.lsp.user_functions.rename_problem` refuses; for a type, a built-in or
+    already declared type name; for a value binding (``let``, loop variable, stage, ``use``
+    alias, function parameter), ``input``, a stage or ``use`` alias name, another parameter
+    of the same function, or any name visible at the declaration or at a reference
+    (``let``/loop variables, ``index``) or declared in the declaration's block.  Finally the
+    edited text is re-checked: the rename is refused when any name resolves differently
+    (every reference must still reach the renamed declaration, and nothing else may newly
+    reach it) or a new error appears."""
     rt = rename_target(a, offset)
     if user_functions.function_under(a, offset) is not None:
         if not IDENT_RE.match(new):
