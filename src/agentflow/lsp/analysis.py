@@ -12,8 +12,10 @@ facade: each query is one line handing the analysis to the module of its feature
 - :meth:`Analysis.definition` — where a name, type, tool, tool parameter, field, stage, agent or
   team is declared; :meth:`Analysis.references` — every span naming the same thing;
   :meth:`Analysis.references_for_rename` / :meth:`Analysis.rename_problem` — every span to
-  rewrite when renaming a ``let`` (or loop variable), a stage, a ``use`` alias or a type, and
-  why a rename must be refused (:mod:`.navigation`);
+  rewrite when renaming a ``let`` (or loop variable), a stage, a ``use`` alias, a type, a user
+  function or its parameter, and why a rename must be refused (:mod:`.navigation`); a user
+  function's uses in a document that imports it (:meth:`Analysis.calls_of`, for the server's
+  edits of the other open documents: :mod:`.user_functions`);
 - :meth:`Analysis.fixes` — the quick fixes a diagnostic's hint states exactly (:mod:`.fixes`);
 - :meth:`Analysis.completions` — context-sensitive completion items (docs/spec/LANGUAGE.md
   §2–8) (:mod:`.completion`);
@@ -31,7 +33,7 @@ from agentflow.compiler.imports import Importer, check_parsed
 from agentflow.core.diagnostics import Diagnostic
 from agentflow.core.spans import Span
 from agentflow.grammar import ast
-from agentflow.lsp import completion, fixes, hover, locate, navigation, symbols
+from agentflow.lsp import completion, fixes, hover, locate, navigation, symbols, user_functions
 from agentflow.lsp.completion import Completion
 from agentflow.lsp.fixes import Fix
 from agentflow.lsp.navigation import IDENT_RE
@@ -104,6 +106,26 @@ class Analysis:
     def rename_problem(self, offset: int, new: str, keywords: frozenset[str]) -> str | None:
         """Why renaming what is under ``offset`` to ``new`` must be refused, or None."""
         return navigation.rename_problem(self, offset, new, keywords)
+
+    def own_function(self, offset: int) -> str | None:
+        """The name of the user function under ``offset`` when this file declares it (its
+        importers name it too), else None."""
+        target = user_functions.rename_target(self, offset)
+        return target[1] if target is not None else None
+
+    def function_home(self, offset: int) -> tuple[str, str] | None:
+        """``(name, file declaring it)`` of the user function under ``offset``, or None."""
+        return user_functions.home(self, offset)
+
+    def calls_of(self, declared_in: str, name: str) -> list[Span]:
+        """In this document (``declared_in`` or an importer of it): the spans naming the
+        function ``name`` declared there (calls and ``import`` items, not its ``fn``)."""
+        return user_functions.calls_in(self, declared_in, name)
+
+    def function_clash(self, declared_in: str, name: str, new: str) -> str | None:
+        """Why this document, importing the function ``name`` of ``declared_in``, refuses its
+        rename to ``new``, or None."""
+        return user_functions.clash_in(self, declared_in, name, new)
 
     def _semantic_change(self, kind: str, old: str, new: str, spans: list[Span]) -> str | None:
         return navigation.semantic_change(self, kind, old, new, spans)

@@ -114,6 +114,14 @@ def completions(a: Analysis, offset: int, text: str | None = None) -> list[Compl
         return [
             Completion(*c) for c in errors_help.code_completions(a, text, wstart, offset, listed)
         ]
+    head = user_functions.header_at(code, text, at_line_start)
+    if head is not None and head.in_body:  # a `fn` body: pure, whether or not it parses yet
+        scope = names_analysis(a, text, wstart)
+        return [Completion(*c) for c in user_functions.body_completions(scope, head)] + [
+            c for c in function_completions() if c.label not in scope.result.functions
+        ]
+    if head is not None and prev == ":" and ctx.depth == 1:  # `fn f(x: |`
+        return type_completions(names_analysis(a, text, wstart))
     if prev == "loop":  # `loop up to N as round, state = init { … }`
         return [Completion("up to", "keyword", "loop up to N as round, state = init { … }")]
     if prev == "parallel":  # `parallel map xs as x { … }`, `parallel [limit N] { a: …, b: … }`
@@ -306,7 +314,7 @@ def expr_completions(a: Analysis, offset: int) -> list[Completion]:
                 if n.body.span.start <= offset <= n.body.span.end:  # `catch … as err { … }`
                     out.append(Completion(n.var.name, "variable", "Error"))
     out.extend(tool_completions(a))
-    out.extend(Completion(*c) for c in user_functions.completions(a, offset))
+    out.extend(Completion(*c) for c in user_functions.completions(a))
     out.extend(function_completions())
     # `match` is a library function and a keyword: one item, the function's, inserts it
     out.extend(Completion(k, "keyword") for k in STATEMENT_KEYWORDS if k not in FUNCTIONS)

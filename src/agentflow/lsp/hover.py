@@ -121,6 +121,10 @@ def hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
             shown = T.type_str(pt) + ("?" if opt and not T.type_str(pt).endswith("?") else "")
         here = node.name_span if isinstance(node, ast.Argument) else node.span
         return locate.fence(f"(parameter of {sig.name}) {label}: {shown}"), here
+    if kind == "paramdecl":  # `fn rank(s: Severity)`: hovered at `s`
+        fp: ast.Param = payload
+        shown = f"(param) {fp.name.name}: {written_type(fp.type)}"
+        return locate.fence(shown), fp.name.span
     if kind == "loopdecl":
         _, ident = payload
         for sym in res.references.values():
@@ -131,10 +135,19 @@ def hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
         m: ast.Member = payload
         t = res.type_of(m)
         obj = locate.object_of(a, res.type_of(m.obj))
-        doc = None
+        doc, what = None, "field"
         if obj is not None and m.name in obj.fields:
             doc = obj.fields[m.name].doc
-        return locate.with_doc(locate.fence(f"(field) {m.name}: {T.type_str(t)}"), doc), m.name_span
+            declared = obj.fields[m.name].span
+            if (  # `r.a` of `let r = parallel { a: … }`
+                isinstance(declared, Span)
+                and declared.file == a.module.file
+                and locate.branch_under(a, declared.start) is not None
+            ):
+                what = "branch"
+        return locate.with_doc(
+            locate.fence(f"({what}) {m.name}: {T.type_str(t)}"), doc
+        ), m.name_span
     if kind == "expr":
         e = payload
         typed = res.expr_types.get(id(e))
@@ -246,15 +259,12 @@ def match_hover(a: Analysis, e: ast.MatchExpr, t: T.Type) -> str:
 
 def branch_hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
     """The hover of a ``parallel`` block's branch name: ``(branch) security: SecurityReview``."""
-    for node in reversed(locate.node_path(a, offset)):
-        if isinstance(node, ast.ParallelExpr):
-            for b in node.branches:
-                if b.key_span.start <= offset <= b.key_span.end:
-                    t = a.result.expr_types.get(id(b.value))
-                    shown = T.type_str(t) if t is not None else "?"
-                    return locate.fence(f"(branch) {b.key}: {shown}"), b.key_span
-            return None
-    return None
+    b = locate.branch_under(a, offset)
+    if b is None:
+        return None
+    t = a.result.expr_types.get(id(b.value))
+    shown = T.type_str(t) if t is not None else "?"
+    return locate.fence(f"(branch) {b.key}: {shown}"), b.key_span
 
 
 def parallel_hover(a: Analysis, e: ast.ParallelExpr, t: T.Type) -> str:

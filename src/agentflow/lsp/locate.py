@@ -2,8 +2,9 @@
 
 :func:`target` classifies the node at an offset (``symbol``, ``tool``, ``type``, ``param``,
 ``member``, ``expr`` and the declaration kinds ``fielddecl``/``letdecl``/``stagedecl``/
-``usedecl``/``loopdecl``) for hover, navigation and rename; the rest read declared types, doc
-comments (``///``) and tool signatures out of one :class:`~agentflow.lsp.analysis.Analysis`.
+``usedecl``/``loopdecl``/``paramdecl``, a user function's parameter) for hover, navigation
+and rename; the rest read declared types, doc comments (``///``) and tool signatures out of
+one :class:`~agentflow.lsp.analysis.Analysis`.
 """
 
 from __future__ import annotations
@@ -151,6 +152,8 @@ def target(a: Analysis, offset: int) -> tuple[str, Any, list[ast.Node]] | None:
                 sig = a.result.tool_decls.get(owner.name.name)
                 if sig is not None and sig.decl is owner and node.name in sig.params:
                     return "param", (sig, node.name), path
+            if isinstance(owner, ast.FnDecl):  # `fn rank(s: Severity)`: the name `s`
+                return "paramdecl", parent, path
             return None
         if isinstance(parent, (ast.MapExpr, ast.FilterExpr, ast.ReduceExpr)):
             return "loopdecl", (parent, node), path
@@ -177,6 +180,18 @@ def target(a: Analysis, offset: int) -> tuple[str, Any, list[ast.Node]] | None:
         return None
     if isinstance(node, ast.Expr) and not isinstance(node, ast.ProjectionItem):
         return "expr", node, path
+    return None
+
+
+def branch_under(a: Analysis, offset: int) -> ast.ObjectEntry | None:
+    """The branch of a ``parallel { name: expr, … }`` block whose name is under ``offset``
+    (docs/reference/control.md "parallel blocks"), or None."""
+    for node in reversed(node_path(a, offset)):
+        if isinstance(node, ast.ParallelExpr):
+            for b in node.branches:
+                if b.key_span.start <= offset <= b.key_span.end:
+                    return b
+            return None
     return None
 
 

@@ -1,6 +1,9 @@
 """Navigation and rename: go to definition, find references, and renaming a ``let``, loop
-variable, stage, ``use`` alias or declared type — with the reasons a rename must be refused
-(a clash, or a re-check of the edited text that resolves a name differently or adds an error)."""
+variable, stage, ``use`` alias, declared type, user function or function parameter — with the
+reasons a rename must be refused (a clash, or a re-check of the edited text that resolves a name
+differently or adds an error). User functions are :mod:`.user_functions`'; a ``parallel``
+block's branch names (:func:`~agentflow.lsp.locate.branch_under`) are declarations of the
+fields their reads (``r.fast``) name."""
 
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 #: value bindings a rename may change (``input`` and the implicit ``index`` may not)
-_RENAMABLE = frozenset({"let", "loopvar", "acc", "stage", "use"})
+_RENAMABLE = frozenset({"let", "loopvar", "acc", "stage", "use", "param"})
 
 
 def definition(a: Analysis, offset: int) -> Span | None:
@@ -32,6 +35,9 @@ def definition(a: Analysis, offset: int) -> Span | None:
     fn = user_functions.definition(a, offset)
     if fn is not None:
         return fn
+    branch = locate.branch_under(a, offset)  # a `parallel` branch's name declares itself
+    if branch is not None:
+        return branch.key_span
     target = locate.target(a, offset)
     if target is None:
         return None
@@ -66,6 +72,9 @@ def definition(a: Analysis, offset: int) -> Span | None:
     if kind == "loopdecl":
         loop_name: ast.Ident = payload[1]
         return loop_name.span
+    if kind == "paramdecl":  # a user function's parameter, at its declaration
+        fn_param: ast.Param = payload
+        return fn_param.name.span
     if kind == "param":
         return param_span(a, *payload)
     return None
@@ -98,6 +107,8 @@ def value_binding(a: Analysis, kind: str, payload: Any) -> tuple[Any, str, str] 
         decl, ident = payload
         k = "acc" if isinstance(decl, ast.ReduceExpr) and decl.acc is ident else "loopvar"
         return decl, ident.name, k
+    if kind == "paramdecl":
+        return payload, payload.name.name, "param"
     return None
 
 
@@ -108,6 +119,8 @@ def binding_decl_span(a: Analysis, decl: Any, name: str, kind: str) -> Span | No
         return decl.name.span
     if isinstance(decl, ast.UseDecl):
         return decl.alias.span
+    if isinstance(decl, ast.Param):  # a user function's parameter
+        return decl.name.span
     if isinstance(decl, ast.InputDecl):
         s = decl.span
         return Span(s.file, s.line, s.column, s.line, s.column + 5, s.start, s.start + 5)
@@ -169,7 +182,15 @@ def references(a: Analysis, offset: int, include_declaration: bool = True) -> li
     types, tools (calls and ``tools [...]`` entries), tool parameters (call arguments), and
     fields (member accesses and object-literal keys typed by the declaring type).  With
     ``include_declaration`` the declaring name is included too — for prelude tools, their
-    parameters and fields of prelude types a span in ``"<prelude>"``."""
+    parameters and fields of prelude types a span in ``"<prelude>"``; user functions: see
+    :func:`agentflow.lsp.user_functions.references`."""
+    fn = user_functions.references(a, offset, include_declaration)
+    if fn is not None:
+        return fn
+    branch = locate.branch_under(a, offset)  # `parallel { a: … }`: its reads `r.a`
+    if branch is not None:
+        reads = field_uses(a, locate.span_key(branch.key_span))
+        return locate.unique(reads + ([branch.key_span] if include_declaration else []))
     target = locate.target(a, offset)
     if target is None:
         return None
@@ -247,7 +268,10 @@ def field_uses(a: Analysis, key: tuple[str, int, int]) -> list[Span]:
 def rename_target(a: Analysis, offset: int) -> tuple[str, str, Span] | None:
     """``(kind, name, span under the cursor)`` when a rename is possible there: ``kind`` is
     ``let``, ``loopvar``/``acc``, ``stage``, ``use`` or ``type`` (built-in types, ``input``
-    and ``index`` cannot be renamed)."""
+    and ``index`` cannot be renamed), ``param`` (a user function's) or ``function`` (one
+    declared in this file)."""
+    if user_functions.function_under(a, offset) is not None:
+        return user_functions.rename_target(a, offset)
     target = locate.target(a, offset)
     if target is None:
         return None
@@ -310,21 +334,33 @@ def rename_problem(a: Analysis, offset: int, new: str, keywords: frozenset[str])
     is safe (LSP ``textDocument/rename``).
 
     Refused: a target that cannot be renamed; a ``new`` that is not an identifier or is one
-    of ``keywords``; for a type, a built-in or already declared type name; for a value
-    binding (``let``, loop variable, stage, ``use`` alias), ``input``, a stage or ``use``
-    alias name, or any name visible at the declaration or at a reference (``let``/loop
-    variables, ``index``) or declared in the declaration's block.  Finally the edited text
-    is re-checked: the rename is refused when any name resolves differently (every
-    reference must still reach the renamed declaration, and nothing else may newly reach
-    it) or a new error appears."""
+    of ``keywords``; for a user function, what
+    :func:`agentflow.lsp.user_functions.rename_problem` refuses; for a type, a built-in or
+    already declared type name; for a value binding (``let``, loop variable, stage, ``use``
+    alias, function parameter), ``input``, a stage or ``use`` alias name, another parameter
+    of the same function, or any name visible at the declaration or at a reference
+    (``let``/loop variables, ``index``) or declared in the declaration's block.  Finally the
+    edited text is re-checked: the rename is refused when any name resolves differently
+    (every reference must still reach the renamed declaration, and nothing else may newly
+    reach it) or a new error appears."""
     rt = rename_target(a, offset)
+    if user_functions.function_under(a, offset) is not None:
+        if not IDENT_RE.match(new):
+            return f"`{new}` is not a valid name"
+        if new in keywords:
+            return f"`{new}` is a keyword"
+        problem = user_functions.rename_problem(a, offset, new)
+        if problem is not None or rt is None or new == rt[1]:
+            return problem
+        spans = references_for_rename(a, offset) or []
+        return semantic_change(a, rt[0], rt[1], new, spans)
     imported = _imported_type(a, offset) if rt is None else None
     if imported is not None:
         return f"`{imported.name.name}` is declared in `{imported.span.file}`: rename it there"
     if rt is None:
         return (
-            "only `let` variables, loop variables, stages, `use` aliases and declared "
-            "types can be renamed"
+            "only `let` variables, loop variables, stages, `use` aliases, declared types, "
+            "user functions and their parameters can be renamed"
         )
     kind, old, _span = rt
     if not IDENT_RE.match(new):
@@ -358,11 +394,18 @@ def value_clash(a: Analysis, new: str, spans: list[Span]) -> str | None:
     declaration's block."""
     if new == "input":
         return "`input` is the flow's input"
+    keys = {locate.span_key(s) for s in spans}
     for item in a.module.items:
         if isinstance(item, ast.StageDecl) and item.name.name == new:
             return f"`{new}` is already the name of a stage (line {item.name.span.line})"
         if isinstance(item, ast.UseDecl) and item.alias.name == new:
             return f"`{new}` is already the name of a `use` (line {item.alias.span.line})"
+        if isinstance(item, ast.FnDecl) and any(  # renaming one of its parameters
+            locate.span_key(p.name.span) in keys for p in item.params
+        ):
+            for p in item.params:
+                if p.name.name == new:
+                    return f"`{new}` is already a parameter of `{item.name.name}`"
     for site in spans:
         line = local_clash(a, new, site)
         if line is not None:

@@ -8,8 +8,9 @@ Features (LSP 3.17):
   ``flowc check`` (:func:`agentflow.compiler.api.check_source`), with notes as related
   information and the hint appended to the message; a result for a stale version is dropped;
 - hover, go to definition, find references, completion (trigger characters ``.`` and ``:``),
-  document symbols, prepare-rename and rename (``let``/loop variables, stages, ``use`` aliases
-  and types), whole-document formatting (``flowc fmt``);
+  document symbols, prepare-rename and rename (``let``/loop variables, stages, ``use`` aliases,
+  types, user functions and their parameters; a user function's references and rename reach
+  the open documents that import it), whole-document formatting (``flowc fmt``);
 - ``quickfix`` code actions for the diagnostics whose hint states an exact edit ("did you mean
   `X`?", ``tools none``, ``_name``, a missing ``use agent``), see
   :meth:`agentflow.lsp.analysis.Analysis.fixes`;
@@ -464,6 +465,31 @@ class FlowLanguageServer(LanguageServer):
         analysis, index = got
         return analysis, index, index.offset(position.line, position.character)
 
+    async def function_uses(
+        self, uri: str, name: str, home: str
+    ) -> list[tuple[str, Analysis, LineIndex, list[Span]]]:
+        """The open documents besides ``uri`` that name the user function ``name`` declared in
+        the file ``home`` — that file's and those importing it — each with its analysis, line
+        index and the spans naming the function there (calls and ``import`` items): what
+        references and a rename of the function reach beyond the document asked."""
+        path = file_key(home)
+        out: list[tuple[str, Analysis, LineIndex, list[Span]]] = []
+        for other in list(self.workspace.text_documents):
+            if other == uri:
+                continue
+            if file_key(self.file_of(other)) != path and path not in self._reads.get(
+                other, frozenset()
+            ):
+                continue
+            got = await self.analysis(other)
+            if got is None:
+                continue
+            analysis, index = got
+            spans = analysis.calls_of(home, name)
+            if spans:
+                out.append((other, analysis, index, spans))
+        return out
+
     def range_of(self, span: Span, index: LineIndex) -> lsp.Range:
         sl, sc = index.span_position(span.line, span.column)
         el, ec = index.span_position(span.end_line, span.end_column)
@@ -854,8 +880,16 @@ def create_server() -> FlowLanguageServer:
             raise JsonRpcInvalidParams(f"cannot rename: {problem}")
         new = params.new_name
         spans = analysis.references_for_rename(offset) or []
-        edits = [lsp.TextEdit(ls.range_of(s, index), new) for s in spans]
-        return lsp.WorkspaceEdit(changes={uri: edits})
+        changes = {uri: [lsp.TextEdit(ls.range_of(s, index), new) for s in spans]}
+        name = analysis.own_function(offset)
+        if name is not None and new != name:  # the open documents importing it follow
+            home = ls.file_of(uri)
+            for other, imported, other_index, found in await ls.function_uses(uri, name, home):
+                problem = imported.function_clash(ls.file_of(uri), name, new)
+                if problem is not None:
+                    raise JsonRpcInvalidParams(f"cannot rename: {problem}")
+                changes[other] = [lsp.TextEdit(ls.range_of(s, other_index), new) for s in found]
+        return lsp.WorkspaceEdit(changes=changes)
 
     @server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
     async def references(
@@ -869,7 +903,12 @@ def create_server() -> FlowLanguageServer:
         spans = analysis.references(offset, params.context.include_declaration)
         if spans is None:
             return None
-        return [ls.location_of(s, uri, index) for s in spans]
+        found = [ls.location_of(s, uri, index) for s in spans]
+        fn = analysis.function_home(offset)
+        if fn is not None:  # its calls in its file and in the files importing it, when open
+            for other, _imported, other_index, more in await ls.function_uses(uri, *fn):
+                found.extend(ls.location_of(s, other, other_index) for s in more)
+        return found
 
     @server.feature(
         lsp.TEXT_DOCUMENT_CODE_ACTION,
