@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,12 +24,14 @@ from agentflow.runtime.durable import run_info
 from agentflow.runtime.durable.answers import written_as
 from agentflow.runtime.durable.database import (
     database_for,
+    database_problem,
     holds_run,
     missing_database,
+    open_database,
     redrive_id,
     run_id_problem,
 )
-from agentflow.runtime.durable.dbos_launch import shutdown
+from agentflow.runtime.durable.dbos_launch import launched_on, shutdown
 from agentflow.runtime.durable.management import (
     answer,
     cancel,
@@ -61,6 +64,7 @@ __all__ = [
     "recent_durable_databases",
     "list_durable_runs",
     "missing_durable_database",
+    "open_durable",
     "recorded_run",
     "show_durable_run",
     "shutdown_durable",
@@ -324,6 +328,33 @@ async def cancel_durable(url: str, run_id: str) -> None:
     await cancel(url, run_id)
 
 
+def open_durable(
+    *, config: Config | str | os.PathLike[str] | None = None, database: str | None = None
+) -> str:
+    """Start the durable engine in this process on the durable runs database of ``config``
+    (``database``: a SQLite file or PostgreSQL URL given explicitly) and keep it for the
+    durable runs this process starts or resumes next (``run(durable=True)``, ``resume_run``,
+    ``ask_sync(durable=True)``) until :func:`shutdown_durable`: a run then pays neither the
+    engine's start nor its stop, which a run that finds no engine running pays itself
+    (~0.1 s together; docs/reference/python-api.md "A host that runs many durable runs").
+    Returns the database's URL.  Idempotent on the same database; on another one the engine
+    is started again there.  On Temporal (``temporal://``) it starts nothing (a Temporal run
+    brings its own worker).  Raises :class:`ConfigError` for a database that cannot be used
+    (said in one line, as every durable command says it)."""
+    url = durable_database(config=config, database=database)
+    if url.startswith("temporal://") or launched_on() == url:
+        return url
+    try:
+        open_database(url, executor_id=f"host:{os.getpid()}@{secrets.token_hex(3)}", queues=[])
+    except Exception as e:
+        problem = database_problem(e, url)
+        if problem is None:
+            raise
+        raise problem from None
+    return url
+
+
 def shutdown_durable() -> None:
-    """Stop the durable engine in this process if it runs (idempotent)."""
+    """Stop the durable engine in this process if it runs (idempotent): the one
+    :func:`open_durable` started, or a server's."""
     shutdown()

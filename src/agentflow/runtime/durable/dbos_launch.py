@@ -67,6 +67,7 @@ __all__ = [
     "dbos_with_workflows",
     "launch",
     "launched",
+    "launched_on",
     "log_file",
     "query_item_page",
     "query_items",
@@ -290,6 +291,12 @@ def _log_to_file(url: str) -> None:
 def launched() -> bool:
     """True when DBOS runs in this process."""
     return _state["url"] is not None
+
+
+def launched_on() -> str | None:
+    """The database URL DBOS runs on in this process (None: it does not run)."""
+    url = _state["url"]
+    return str(url) if url is not None else None
 
 
 def shutdown() -> None:
