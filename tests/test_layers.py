@@ -279,7 +279,9 @@ RUNTIME_RANKS: dict[str, tuple[str, int]] = {
     "agent_step": ("engine", 4),
     "planner": ("engine", 4),
     "chat": ("engine", 4),
-    "telemetry": ("host", 5),  # OpenTelemetry sinks
+    "telemetry": ("host", 5),  # OpenTelemetry sinks: their event handlers
+    "telemetry_spans": ("host", 5),  # the sinks' span tree (OtelSink's base)
+    "telemetry_settings": ("host", 5),  # what is exported and where, trace identity
     "report": ("host", 5),  # the HTML run report
     "durable": ("durable", 6),
     "": ("package", 7),  # agentflow.runtime itself: its re-exports
