@@ -56,6 +56,9 @@ LAYERS: dict[str, tuple[str, int]] = {
     "agentflow.api_serve": ("api", 5),  # the api behind flowc's servers (serve --mcp, ui)
     "agentflow.serve": ("api", 5),  # flowc serve --mcp: runs programs through the api
     "agentflow.serve_wire": ("api", 5),  # serve's wire: JSON-RPC lines and bodies checked
+    "agentflow.serve_flows": ("api", 5),  # the programs serve finds, each an MCP tool
+    "agentflow.serve_asks": ("api", 5),  # a served run's questions as elicitation requests
+    "agentflow.serve_desk": ("api", 5),  # a served durable run's waiting calls and progress
     "agentflow.flowtest": ("api", 5),
     "agentflow.flowtest_network": ("api", 5),  # flowc test's network guard
     "agentflow.ui": ("api", 5),  # flowc ui: the web console over the api's durable functions
