@@ -30,7 +30,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import agentflow
 from agentflow.runtime.config import load_config
-from agentflow.runtime.telemetry import OtelSink, TelemetrySettings
+from agentflow.runtime.telemetry import OtelSink
+from agentflow.runtime.telemetry_settings import TelemetrySettings
 from agentflow.testing import TEST_API_KEY, ChatServer, answer, text, tool_calls
 
 FLOW = """

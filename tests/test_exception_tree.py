@@ -45,7 +45,7 @@ INTERNAL = {
     "EvalOffload": "an evaluation past its work budget on Temporal: the engine runs it again in "
     "a local activity (runtime/interrupt.py, durable/temporal_engine.py)",
     "NonJsonNumber": "NaN, Infinity or 1e999 in a JSON text: an InputError (api.py, durable/runs.py)"
-    " or text checked like any wrong answer (hooks.py, serve.py)",
+    " or text checked like any wrong answer (hooks.py, serve_asks.py)",
 }
 
 #: public exceptions that moved into errors.py → the modules that still export them

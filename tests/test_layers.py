@@ -56,6 +56,9 @@ LAYERS: dict[str, tuple[str, int]] = {
     "agentflow.api_serve": ("api", 5),  # the api behind flowc's servers (serve --mcp, ui)
     "agentflow.serve": ("api", 5),  # flowc serve --mcp: runs programs through the api
     "agentflow.serve_wire": ("api", 5),  # serve's wire: JSON-RPC lines and bodies checked
+    "agentflow.serve_flows": ("api", 5),  # the programs serve finds, each an MCP tool
+    "agentflow.serve_asks": ("api", 5),  # a served run's questions as elicitation requests
+    "agentflow.serve_desk": ("api", 5),  # a served durable run's waiting calls and progress
     "agentflow.flowtest": ("api", 5),
     "agentflow.flowtest_network": ("api", 5),  # flowc test's network guard
     "agentflow.flowtest_steps": ("api", 5),  # flowc test's stub step / stub ask
@@ -280,7 +283,9 @@ RUNTIME_RANKS: dict[str, tuple[str, int]] = {
     "agent_step": ("engine", 4),
     "planner": ("engine", 4),
     "chat": ("engine", 4),
-    "telemetry": ("host", 5),  # OpenTelemetry sinks
+    "telemetry": ("host", 5),  # OpenTelemetry sinks: their event handlers
+    "telemetry_spans": ("host", 5),  # the sinks' span tree (OtelSink's base)
+    "telemetry_settings": ("host", 5),  # what is exported and where, trace identity
     "report": ("host", 5),  # the HTML run report
     "durable": ("durable", 6),
     "": ("package", 7),  # agentflow.runtime itself: its re-exports

@@ -37,7 +37,7 @@ from agentflow.flowtest import run_tests_async as run_all_async
 from agentflow.ir.loader import load_plan_data
 from agentflow.runtime.config import Config, load_config, missing_key_message, no_model_message
 from agentflow.runtime.interrupt import run as run_loop
-from agentflow.runtime.telemetry import TelemetrySettings, settings_for
+from agentflow.runtime.telemetry_settings import TelemetrySettings, settings_for
 
 __all__ = [
     "check",

@@ -51,8 +51,8 @@ from agentflow.runtime.models.test_model import parse_model_option
 from agentflow.runtime.result import RunResult
 from agentflow.runtime.run_index import remember as remember_run
 from agentflow.runtime.shape_cache import CACHE_ENV, ShapeCache, ShapeRecorder
-from agentflow.runtime.telemetry import (
-    OtelSink,
+from agentflow.runtime.telemetry import OtelSink
+from agentflow.runtime.telemetry_settings import (
     TelemetrySettings,
     durable_settings,
     settings_for,

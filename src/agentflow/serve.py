@@ -43,35 +43,29 @@ import hashlib
 import os
 import re
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentflow import api_compile, api_run
-from agentflow.compiler.contracts import ContractError, contract_for
-from agentflow.compiler.types import JSON
+from agentflow import api_run
 from agentflow.core import version as core_version
 from agentflow.core.redaction import redact, redact_data
 from agentflow.core.text import clean_json, finite_dumps, visible
-from agentflow.core.vocabulary import Code
-from agentflow.errors import ConfigError, FlowError, InputError, RunError
-from agentflow.ir.loader import load_plan, load_plan_data
+from agentflow.errors import ConfigError, FlowError, InputError
 from agentflow.runtime.config import load_config
 from agentflow.runtime.durable import dbos_engine, runs, temporal_runs
 from agentflow.runtime.durable.records import held_secret
 from agentflow.runtime.durable.run_info import answer_command
 from agentflow.runtime.durable.runs import database_for, open_database, run_lock, safe_url
-from agentflow.runtime.events import CallbackSink
 from agentflow.runtime.executor import NO_ANSWER, Hooks
-from agentflow.runtime.extract import json_number_problem, loads_value
-from agentflow.runtime.hooks import check_answer
+from agentflow.runtime.extract import json_number_problem
 from agentflow.runtime.interrupt import LoopThread, off_loop
 from agentflow.runtime.models.test_model import parse_model_option
 from agentflow.runtime.result import RunResult
+from agentflow.serve_asks import _connection, _Elicitor, ask_form, elicit_answer
+from agentflow.serve_desk import _RunDesk, _Waiter
+from agentflow.serve_flows import PLAN_SUFFIXES, ServedFlow, discover
 from agentflow.serve_wire import SURROGATE_ESCAPE, CheckedLines, made_whole, message_problem
 
-#: File name endings of the plans a directory serves (``.flow`` programs are compiled).
-PLAN_SUFFIXES = (".plan.yaml", ".plan.yml", ".plan.json")
 #: The ``_meta`` key of a ``tools/call`` request that names a durable run: the same key (and
 #: the same arguments) on a later call of the same tool reaches the same run.
 KEY_META = "io.agentflow/idempotency-key"
@@ -83,161 +77,11 @@ KEY_PATTERN = re.compile(r"[A-Za-z0-9._~-]{1,100}")
 QUESTION_POLL_S = 0.1
 
 
-@dataclass
-class ServedFlow:
-    """One program served as an MCP tool (see the module doc)."""
-
-    name: str
-    path: Path
-    plan: Any
-    description: str
-    input_schema: dict[str, Any]
-    output_schema: dict[str, Any] | None
-    wrap_input: bool = False
-    wrap_output: bool = False
-    steps: int = 0
-    #: a `.flow` with no stage: declarations for other flows to import (not served)
-    declarations_only: bool = False
-
-
-@dataclass
-class Served:
-    """What a directory serves: ``flows`` by tool name, and ``problems`` (one line each) for
-    the files that could not be served (compile errors, duplicate names)."""
-
-    flows: dict[str, ServedFlow] = field(default_factory=dict)
-    problems: list[str] = field(default_factory=list)
-
-
-def _object_schema(schema: Any) -> bool:
-    return isinstance(schema, dict) and schema.get("type") == "object"
-
-
-def _describe(path: Path, plan: Any, doc: str | None) -> str:
-    text = (doc or getattr(plan, "description", None) or "").strip()
-    return text or f"Run {path.name}"
-
-
-def _leading_doc(text: str) -> str | None:
-    """The ``///`` doc comment that opens a program (before its first declaration), if any."""
-    lines: list[str] = []
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("///"):
-            lines.append(stripped[3:].strip())
-        elif stripped and not stripped.startswith("//"):
-            break
-    return "\n".join(lines).strip() or None
-
-
-def load_flow(path: Path) -> ServedFlow:
-    """Compile or load one program and describe it as a tool.  Raises FlowError."""
-    output_schema: dict[str, Any] | None = None
-    doc: str | None = None
-    declarations_only = False
-    if path.suffix == ".flow":
-        compiled = api_compile.compile_flow(path)
-        declarations_only = not compiled.check.stages
-        plan = load_plan_data(compiled.plan, str(path))
-        check = compiled.check
-        doc = _leading_doc(path.read_text(encoding="utf-8"))
-        if check.output_type != JSON:
-            with contextlib.suppress(ContractError):
-                output_schema = contract_for(check.output_type, check.env)
-    else:
-        plan = load_plan(path)
-    input_schema = plan.input_schema or {"type": "object"}
-    wrap_input = not _object_schema(input_schema)
-    if wrap_input:
-        input_schema = {
-            "type": "object",
-            "properties": {"input": input_schema},
-            "required": ["input"],
-        }
-    wrap_output = output_schema is not None and not _object_schema(output_schema)
-    if wrap_output:
-        defs = output_schema.pop("$defs", None)  # type: ignore[union-attr]
-        output_schema.pop("$schema", None)  # type: ignore[union-attr]
-        output_schema = {
-            "type": "object",
-            "properties": {"result": output_schema},
-            "required": ["result"],
-            **({"$defs": defs} if defs else {}),
-        }
-    return ServedFlow(
-        name=plan.name,
-        path=path,
-        plan=plan,
-        description=_describe(path, plan, doc),
-        input_schema=input_schema,
-        output_schema=output_schema,
-        wrap_input=wrap_input,
-        wrap_output=wrap_output,
-        steps=len(plan.steps),
-        declarations_only=declarations_only,
-    )
-
-
-def discover(directory: Path) -> Served:
-    """The programs of ``directory`` (sorted by file name) as tools; never raises for a program
-    that does not compile (it is left out, with its first problem in ``problems``)."""
-    served = Served()
-    files = sorted(
-        p for p in directory.iterdir() if p.suffix == ".flow" or p.name.endswith(PLAN_SUFFIXES)
-    )
-    for path in files:
-        try:
-            if not path.is_file():  # a directory, a dangling link: not a program
-                continue
-            flow = load_flow(path)
-        except OSError as exc:  # a link to a name too long: left out, saying why
-            served.problems.append(f"{path.name}: not served: {exc.strerror or exc}")
-            continue
-        except FlowError as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            served.problems.append(f"{path.name}: not served: {first}")
-            continue
-        if flow.declarations_only:  # a file of types the flows import (programs.md "import")
-            served.problems.append(f"{path.name}: not served: it has no stage (declarations only)")
-            continue
-        if flow.name in served.flows:
-            other = served.flows[flow.name].path.name
-            served.problems.append(
-                f"{path.name}: not served: its name `{flow.name}` is {other}'s too"
-            )
-            continue
-        served.flows[flow.name] = flow
-    return served
-
-
 # ----------------------------------------------------------------------------- the MCP server
 
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else finite_dumps(value, ensure_ascii=False, indent=1)
-
-
-def ask_form(request: Any) -> dict[str, Any]:
-    """The elicitation form of an ``ask`` (``AskRequest``): one field ``answer`` typed from its
-    schema (string by default), its choices as an enum."""
-    schema = dict(request.schema) if isinstance(request.schema, dict) else {"type": "string"}
-    for key in ("$schema", "$defs", "title"):
-        schema.pop(key, None)
-    if request.choices:
-        schema = {**schema, "enum": list(request.choices)}
-    enum = schema.get("enum")
-    if "type" not in schema and isinstance(enum, list) and enum:
-        kinds = {type(v) for v in enum}
-        if kinds <= {str}:
-            schema["type"] = "string"
-        elif kinds <= {int}:
-            schema["type"] = "integer"
-        elif kinds <= {int, float}:
-            schema["type"] = "number"
-    if schema.get("type") not in ("string", "integer", "number", "boolean", "array"):
-        schema = {"type": "string", "description": "JSON text"}
-    schema.setdefault("title", "answer")
-    return {"type": "object", "properties": {"answer": schema}, "required": ["answer"]}
 
 
 class McpFlowServer:
@@ -800,103 +644,6 @@ class _RefuseBadIds:
         await self.app(scope, replayed, send)
 
 
-class _Elicitor:
-    """The interlocutor of a served run: each ``ask`` is an elicitation request to the client
-    (related to the tool call, so streamable HTTP sends it on the call's stream)."""
-
-    def __init__(self, ctx: Any) -> None:
-        self.ctx, self.loop = ctx, asyncio.get_running_loop()  # the server's, the session's
-
-    async def __call__(self, request: Any) -> Any:
-        if asyncio.get_running_loop() is not self.loop:  # asked from the run's own loop
-            ask = asyncio.run_coroutine_threadsafe(self._ask(request), self.loop)
-            return await asyncio.wrap_future(ask)
-        return await self._ask(request)
-
-    async def _ask(self, request: Any) -> Any:
-        from mcp.types import ClientCapabilities, ElicitationCapability
-
-        session = self.ctx.session
-        if not session.check_client_capability(
-            ClientCapabilities(elicitation=ElicitationCapability())
-        ):
-            return NO_ANSWER
-        answer, problem = await elicit_answer(
-            session, request.question, ask_form(request), self.ctx.request_id
-        )
-        if problem is not None:
-            raise RunError(
-                Code.OUTPUT_VALIDATION,
-                f"answer to `{request.question}` not accepted: {problem}",
-                request.step_path,
-            )
-        return answer
-
-
-def _connection(ctx: Any) -> str | None:
-    """The MCP connection a request came on: its streamable HTTP session id (the server
-    session object is per request there), none on stdio (one connection)."""
-    request = getattr(ctx, "request", None)
-    headers = getattr(request, "headers", None)
-    return headers.get("mcp-session-id") if headers is not None else None
-
-
-#: How many times an ``ask`` is put to a client whose accepted form does not match the requested
-#: schema: once, and once more saying what was wrong (docs/decisions.md "Elicitation forms").
-FORM_ATTEMPTS = 2
-
-
-def form_problem(form: dict[str, Any], content: Any) -> str | None:
-    """Why the ``content`` of an accepted elicitation does not match :func:`ask_form`'s ``form``
-    (the MCP specification's elicitation: the server validates what it gets against the schema
-    it requested), naming the missing or unknown field, or None when it matches:
-    ``the form has no field `answer` (it gave `value`)``."""
-    if not isinstance(content, dict) or not content:
-        return "the form came back empty (the requested schema requires the field `answer`)"
-    extra = ", ".join(f"`{visible(str(k))}`" for k in content if k != "answer")
-    if "answer" not in content:
-        return (
-            f"the form has no field `answer` (it gave {extra}; the requested schema requires "
-            "`answer`)"
-        )
-    if extra:
-        return f"the form has unknown fields {extra} (the requested schema has only `answer`)"
-    wants = form["properties"]["answer"]
-    problem = check_answer(content["answer"], wants, None)
-    return f"field `answer`: {problem}" if problem else None
-
-
-async def elicit_answer(
-    session: Any, question: str, form: dict[str, Any], related: Any
-) -> tuple[Any, str | None]:
-    """Put ``question`` to the client of ``session`` as the elicitation form ``form`` (related
-    to the request ``related``): ``(answer, None)`` for an accepted form that matches it,
-    ``(NO_ANSWER, None)`` for a declined or cancelled one, ``(NO_ANSWER, problem)`` when every
-    accepted form of :data:`FORM_ATTEMPTS` missed the requested schema (:func:`form_problem`;
-    the next attempt's message says what was wrong) — never a default in its place."""
-    message, problem = question, None
-    for _ in range(FORM_ATTEMPTS):
-        result = await session.elicit_form(
-            redact(message), redact_data(form), related_request_id=related
-        )
-        if result.action != "accept":
-            return NO_ANSWER, None
-        problem = form_problem(form, result.content)
-        if problem is None:
-            return clean_json(_form_answer(form, result.content["answer"])), None
-        message = f"{question}\n\n(The last answer was not accepted: {problem}.)"
-    return NO_ANSWER, problem
-
-
-def _form_answer(form: dict[str, Any], answer: Any) -> Any:
-    """The value of an accepted :func:`ask_form` answer (a "JSON text" field parsed)."""
-    wants = form["properties"]["answer"]
-    if wants.get("description") == "JSON text" and isinstance(answer, str):
-        with contextlib.suppress(ValueError):  # too deep, NaN, 1e400: kept as text
-            return loads_value(answer)
-    return answer
-
-
 async def _redact_replies(ctx: Any, call_next: Any) -> Any:
     """Server middleware: every reply of the server — a tool's result (text and structured
     content), a tool error, any request's result or JSON-RPC error — passes the redaction
@@ -953,129 +700,6 @@ def _tool_result(flow: ServedFlow, result: Any) -> Any:
     where = f" (in {label}, step {path})" if label and path else ""
     where = where or (f" (step {path})" if path else "")
     return _error_result(f"{error.get('code', result.status)}: {error.get('message')}{where}")
-
-
-class _Progress:
-    """The progress notifications of one call (when its client sent ``_meta.progressToken``)."""
-
-    def __init__(self, ctx: Any) -> None:
-        meta = getattr(ctx, "meta", None) or {}
-        self.token = meta.get("progress_token", meta.get("progressToken"))
-        self.ctx = ctx
-        self.tasks: list[asyncio.Task[None]] = []
-
-    def notify(self, done: int, total: int, message: str) -> None:
-        if self.token is None:
-            return
-        self.tasks.append(
-            asyncio.ensure_future(
-                self.ctx.session.send_progress_notification(
-                    self.token,
-                    float(done),
-                    float(max(total, done)),
-                    redact(message),
-                    related_request_id=self.ctx.request_id,
-                )
-            )
-        )
-
-    async def flush(self) -> None:
-        if self.tasks:
-            await asyncio.gather(*self.tasks, return_exceptions=True)
-            self.tasks.clear()
-
-
-@dataclass(eq=False)
-class _Waiter:
-    """One call waiting on a run: its request context and progress; ``can_elicit``: its
-    client declared elicitation (and no elicitation request to it has failed)."""
-
-    ctx: Any
-    progress: _Progress
-    can_elicit: bool
-    #: its client went away (the call still waits: the SDK does not interrupt it)
-    gone: bool = False
-
-
-class _RunDesk:
-    """What the calls waiting on one run share: the run's progress (top-level steps finished,
-    counted on the server's event loop ``loop`` whatever thread the run emits from) sent to
-    every waiting call that asked for progress — from the moment it joined, earlier
-    notifications are not replayed — and, for durable runs, the calls in the order they came
-    (``waiters``) that its questions go to (one at a time: :meth:`asker`)."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, total: int = 0) -> None:
-        self.loop = loop
-        self.total = total
-        self.done = 0
-        self.waiters: list[_Waiter] = []
-        self.relay: asyncio.Task[None] | None = None
-        #: question path -> (the call asked, the elicitation task) of the questions out now
-        self.asking: dict[str, tuple[_Waiter, asyncio.Task[None]]] = {}
-        #: the questions a client answered, declined or cancelled (not asked again)
-        self.settled: set[str] = set()
-
-    def sink(self) -> Any:
-        """An event sink of the run (only ``step_finished`` events)."""
-        sink = CallbackSink(self.on_event)
-        sink.kinds = ("step_finished",)  # type: ignore[attr-defined]
-        return sink
-
-    def on_event(self, event: Any) -> None:
-        if event.kind != "step_finished" or "/" in event.path or len(event.stack) != 1:
-            return
-        status = "failed" if event.data.get("error") else "done"
-        # the step as the .flow names it (a hand-written plan's: its step id)
-        message = f"step {event.data.get('label') or event.path} {status}"
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is self.loop:
-            self._step(message)
-        else:  # a run the engine resumed on a loop of its own
-            self.loop.call_soon_threadsafe(self._step, message)
-
-    def _step(self, message: str) -> None:
-        self.done += 1
-        for waiter in self.waiters:
-            if not waiter.gone:
-                waiter.progress.notify(self.done, self.total, message)
-
-    def join(self, ctx: Any) -> _Progress:
-        """Add the call of request context ``ctx`` to the waiters; returns its progress."""
-        from mcp.types import ClientCapabilities, ElicitationCapability
-
-        can_elicit = bool(
-            ctx.session.check_client_capability(
-                ClientCapabilities(elicitation=ElicitationCapability())
-            )
-        )
-        progress = _Progress(ctx)
-        self.waiters.append(_Waiter(ctx, progress, can_elicit))
-        return progress
-
-    def leave(self, progress: _Progress) -> None:
-        """Remove the call whose progress is ``progress`` (its call ended, however)."""
-        self.waiters = [w for w in self.waiters if w.progress is not progress]
-
-    def asker(self) -> _Waiter | None:
-        """The call the run's questions go to: the earliest waiting call that can elicit."""
-        return next((w for w in self.waiters if w.can_elicit and not w.gone), None)
-
-    def settle(self, waiter: _Waiter, path: str) -> Any:
-        """The done-callback of the elicitation of question ``path`` to ``waiter``: a reply
-        settles the question; a failed request (the client went away) passes it on."""
-
-        def done(task: asyncio.Task[None]) -> None:
-            if task.cancelled():
-                return
-            if task.exception() is not None:
-                waiter.can_elicit = False
-                return
-            self.settled.add(path)
-
-        return done
 
 
 class _RecoveredRuns:
@@ -1148,13 +772,4 @@ def serve(
         asyncio.run(server.serve_http(host, http) if http is not None else server.serve_stdio())
 
 
-__all__ = [
-    "KEY_META",
-    "RUN_META",
-    "McpFlowServer",
-    "ServedFlow",
-    "ask_form",
-    "discover",
-    "load_flow",
-    "serve",
-]
+__all__ = ["KEY_META", "RUN_META", "McpFlowServer", "serve"]

@@ -101,7 +101,7 @@ def test_fmt_keeps_imports_as_written(project):
 
 
 def test_serve_leaves_out_a_file_of_declarations_and_serves_its_importers(project):
-    from agentflow.serve import discover
+    from agentflow.serve_flows import discover
 
     served = discover(project / "common")
     assert served.flows == {}

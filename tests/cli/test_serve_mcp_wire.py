@@ -17,7 +17,7 @@ from support.mcp_wire import INITIALIZE, next_reply
 from support.npm_tools import free_port, wait_for_port
 from support.processes import children_of
 
-from agentflow.serve import message_problem
+from agentflow.serve_wire import message_problem
 
 FLOWC = Path(sys.executable).parent / "flowc"
 

@@ -257,7 +257,8 @@ RUNTIME_ONLY = (
     *("agentflow.runtime.executor", "agentflow.runtime.agent", "agentflow.runtime.agent_step"),
     *("agentflow.runtime.chat", "agentflow.runtime.control", "agentflow.runtime.effects"),
     *("agentflow.runtime.models.router", "agentflow.runtime.tools.build"),
-    *("agentflow.runtime.telemetry", "agentflow.runtime.durable.engine"),
+    *("agentflow.runtime.telemetry", "agentflow.runtime.telemetry_spans"),
+    *("agentflow.runtime.telemetry_settings", "agentflow.runtime.durable.engine"),
     *("agentflow.runtime.durable.dbos_engine", "agentflow.runtime.durable.spec"),
     *("agentflow.runtime.durable.temporal_engine", "agentflow.runtime.durable.execution"),
 )

@@ -1,5 +1,5 @@
 """A plan's contracts are checked against the JSON Schema 2020-12 metaschema keyword by keyword
-and subschema by subschema, each part cached (ir/validate.py ``_schema_error``): the verdict and
+and subschema by subschema, each part cached (ir/validate_schema.py ``_schema_error``): the verdict and
 the path of the problem are those of jsonschema's check of the whole schema."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import random
 import jsonschema
 import pytest
 
-from agentflow.ir.validate import _schema_error
+from agentflow.ir.validate_schema import _schema_error
 
 ITEM = {
     "type": "object",

@@ -18,7 +18,8 @@ from agentflow.ir.graph import outcomes_from_events
 from agentflow.ir.loader import load_plan_data
 from agentflow.runtime.events import CallbackSink, ConsoleSink, Event
 from agentflow.runtime.report import build_report
-from agentflow.runtime.telemetry import OtelSink, TelemetrySettings
+from agentflow.runtime.telemetry import OtelSink
+from agentflow.runtime.telemetry_settings import TelemetrySettings
 from agentflow.runtime.value_size import EVENT_TEXT_CHARS
 
 FLOW = """input { xs: text[] }

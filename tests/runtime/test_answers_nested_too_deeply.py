@@ -5,7 +5,7 @@ answer), never a RecursionError that ends the run with a traceback."""
 from __future__ import annotations
 
 from agentflow.runtime.hooks import AskRequest, _parse_answer
-from agentflow.serve import _form_answer
+from agentflow.serve_asks import _form_answer
 
 DEEP = "[" * 5000 + "]" * 5000
 

@@ -15,7 +15,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
 )
 
 from agentflow.runtime.events import Event
-from agentflow.runtime.telemetry import OtelSink, TelemetrySettings, durable_trace
+from agentflow.runtime.telemetry import OtelSink
+from agentflow.runtime.telemetry_settings import TelemetrySettings, durable_trace
 
 STARTED = 1_700_000_000.0
 

@@ -76,7 +76,7 @@ def test_finite_dumps_writes_null_for_what_json_cannot_hold() -> None:
 
 
 def test_otel_attributes_and_the_mcp_text_write_null() -> None:
-    from agentflow.runtime.telemetry import _json
+    from agentflow.runtime.telemetry_spans import _json
     from agentflow.serve import _text
 
     assert strict(_json({"v": math.nan})) == {"v": None}

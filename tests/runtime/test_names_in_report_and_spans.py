@@ -11,7 +11,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from support.paths import EXAMPLES
 
 from agentflow import api
-from agentflow.runtime.telemetry import OtelSink, TelemetrySettings
+from agentflow.runtime.telemetry import OtelSink
+from agentflow.runtime.telemetry_settings import TelemetrySettings
 
 
 def _run_bug_triage(**kw):

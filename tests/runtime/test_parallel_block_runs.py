@@ -15,7 +15,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from agentflow import api
-from agentflow.runtime.telemetry import OtelSink, TelemetrySettings
+from agentflow.runtime.telemetry import OtelSink
+from agentflow.runtime.telemetry_settings import TelemetrySettings
 
 #: `work(name, after)`: logs `start NAME`; waits (at most 300 polls) until `start AFTER` is
 #: logged; logs `end NAME` (`fail NAME` and raises for `bad`)

@@ -23,8 +23,8 @@ from opentelemetry.trace import StatusCode
 
 from agentflow import api
 from agentflow.runtime.config import load_config
-from agentflow.runtime.telemetry import (
-    OtelSink,
+from agentflow.runtime.telemetry import OtelSink
+from agentflow.runtime.telemetry_settings import (
     TelemetrySettings,
     config_secrets,
     otlp_traces_url,

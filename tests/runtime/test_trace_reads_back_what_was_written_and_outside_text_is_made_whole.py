@@ -83,7 +83,7 @@ def test_a_model_reply_is_made_whole_where_it_is_decoded():
 
 
 def test_opentelemetry_attributes_hold_no_lone_surrogate():
-    from agentflow.runtime.telemetry import _json, _Redactor
+    from agentflow.runtime.telemetry_spans import _json, _Redactor
 
     assert _Redactor(()).text("a\udcd9b") == "a\ufffdb"
     assert json.loads(_json({"k": "a\udcd9"})) == {"k": "a\udcd9"}

@@ -6,8 +6,9 @@ mistake in their `.flow`, plan, configuration or input.
 
 This module holds the command group :func:`main` and the commands that check, compile and run
 a program; the others live beside it, one module a group: :mod:`.durable` (durable runs),
-:mod:`.flowtests` (`flowc test`), :mod:`.views` (`graph`, `report`); :mod:`.common` holds what
-they share.
+:mod:`.flowtests` (`flowc test`), :mod:`.views` (`graph`, `report`), :mod:`.plans` (`schema`,
+`plan validate`/`fmt`, `tools`, `fmt`: read and print, run nothing), :mod:`.ask` (`ask`,
+`cache show`/`clear`); :mod:`.common` holds what they share.
 """
 
 from __future__ import annotations
@@ -144,11 +145,9 @@ def _release_gc() -> None:
 
 
 from agentflow import api  # noqa: E402
-from agentflow.cli import durable, evals, flowtests, gen, views  # noqa: E402
+from agentflow.cli import ask, durable, evals, flowtests, gen, plans, views  # noqa: E402
 from agentflow.cli.common import (  # noqa: E402
     Styled,
-    _ask_finish,
-    _ask_progress,
     _check_run_options,
     _checked_run_id,
     _err,
@@ -169,14 +168,12 @@ from agentflow.cli.common import (  # noqa: E402
     given_files,
     given_input,
 )
-from agentflow.core.diagnostics import Diagnostic, did_you_mean  # noqa: E402
+from agentflow.core.diagnostics import Diagnostic  # noqa: E402
 from agentflow.core.redaction import RedactingStream, register_environment  # noqa: E402
 from agentflow.errors import (  # noqa: E402
-    ContractError,
     FlowError,
     InputMismatch,
     Interrupted,
-    PlanLoadError,
 )
 
 
@@ -382,59 +379,6 @@ def _compile(file: str) -> api.CompiledFlow:
     except OSError as e:
         _err(f"error: {file}: cannot read: {e.strerror or e}")
         sys.exit(1)
-
-
-@main.command()
-@click.argument("file", type=click.Path(dir_okay=False))
-@click.argument("type_name", required=False)
-@click.option(
-    "--input",
-    "show_input",
-    is_flag=True,
-    help="Print the schema the run's input is validated against (its `input` type).",
-)
-def schema(file: str, type_name: str | None, show_input: bool) -> None:
-    """Print the JSON Schema contract of TYPE_NAME declared in FILE, or with --input the schema
-    of FILE's input (a schema without constraints when FILE declares no `input`: any JSON
-    value is accepted)."""
-    if (type_name is None) == (not show_input):
-        raise click.UsageError("give either a TYPE_NAME or --input (not both)")
-    if not Path(file).is_file():
-        raise click.UsageError(f"{file}: no such file")
-    try:
-        result = api.check(file)
-    except OSError as e:
-        _err(f"error: {file}: cannot read: {e.strerror or e}")
-        sys.exit(1)
-    own = [d for d in result.errors if d.span.file == file]  # an eval's dataset is not FILE
-    if own:
-        _err(_render(own, {file: api.read_source(file)}, "text"))
-        sys.exit(1)
-    if (
-        not show_input
-        and type_name not in result.env.names()
-        and type_name not in api.BUILTIN_SCHEMA_TYPES
-    ):
-        assert type_name is not None  # given when --input is not (checked above)
-        declared = sorted(result.env.names())
-        hint = did_you_mean(type_name, declared)
-        if hint is None:
-            lower = {n.lower(): n for n in declared}
-            if type_name.lower() in lower:
-                hint = f"did you mean `{lower[type_name.lower()]}`?"
-        if hint is None:
-            # extern types have no schema: not worth listing
-            usable = [n for n in declared if n not in result.env.externs]
-            listed = ", ".join(f"`{n}`" for n in usable)
-            hint = f"declared types: {listed}" if usable else "it declares no types"
-        _err(f"error: {file}: no type `{type_name}`; {hint}")
-        sys.exit(1)
-    try:
-        data = api.type_schema(result, None if show_input else type_name)
-    except ContractError as e:
-        _err(f"{file}: {e}")
-        sys.exit(1)
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
 
 def _given_answers(ctx: Any, param: Any, given: tuple[str, ...]) -> dict[str, str]:
@@ -695,43 +639,6 @@ def plan() -> None:
     """Work with plan files (validate, fmt)."""
 
 
-@plan.command("validate")
-@click.argument("file", type=click.Path(dir_okay=False))
-@click.option(
-    "--config",
-    type=click.Path(dir_okay=False),
-    callback=given_files,
-    help="flow.toml for tool resolution.",
-)
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json", "sarif"]),
-    default="text",
-    help="Output format of the diagnostics.",
-)
-def plan_validate(file: str, config: str | None, fmt: str) -> None:
-    """Validate a plan file: YAML, structure, templates, and tool names against the catalog,
-    every problem in one run (exit 1 when there is one)."""
-    if not Path(file).is_file():
-        raise click.UsageError(f"{file}: no such file")
-    try:
-        found = api.check_plan(file, config=config)
-    except FlowError as e:
-        _fail(e)
-    diags = found.diagnostics
-    if fmt != "text":
-        click.echo(_render(diags, found.sources, fmt))  # JSON / SARIF: data, as it is
-    elif diags:  # like `flowc check`: the report on stdout, the count on stderr
-        out = api.render_diagnostics(diags, found.sources, color=sys.stdout.isatty())
-        _out(Styled(out), nl=not out.endswith("\n"))  # the renderer escapes the files' text
-        sys.stdout.flush()
-        _err(f"{file}: {api.diagnostics_summary(diags)}")
-    else:
-        _out(f"{file}: ok")
-    sys.exit(0 if found.ok else 1)
-
-
 @main.command("cost")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
@@ -790,125 +697,6 @@ def cost_cmd(file: str, as_json: bool) -> None:
     if warnings:
         sys.stdout.flush()
         _err(_render(warnings, {file: Path(file).read_text(encoding="utf-8")}, "text"))
-
-
-@main.command("tools")
-@click.option(
-    "--config", type=click.Path(dir_okay=False), callback=given_files, help="flow.toml to use."
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the catalog as JSON (full schemas).")
-@click.option(
-    "--no-connect", is_flag=True, help="Do not start MCP servers (list each as SERVER__*)."
-)
-@click.option(
-    "--extern",
-    "as_extern",
-    is_flag=True,
-    help="Print an `extern tool` declaration for each non-builtin tool, to paste into a .flow.",
-)
-def tools_cmd(config: str | None, as_json: bool, no_connect: bool, as_extern: bool) -> None:
-    """List the tool catalog: name, source, description and input schema summary of every tool
-    (builtin, user__ Python, plan__ and MCP server__ tools) the configuration provides."""
-    try:
-        rows, errors = api.list_tools(config, connect=not no_connect)
-    except FlowError as e:
-        _err(error_text(e))
-        sys.exit(1)
-    if as_extern:
-        declarable = [
-            r for r in rows if r["source"] != "builtin" and r.get("kind", "tool") == "tool"
-        ]  # builtins are declared by the prelude; servers, resources, prompts are no tools
-        if not declarable and not errors:
-            _err(
-                "no tools to declare: the builtins are declared already; user tools come from "
-                "`[tools] modules`, MCP tools from `[mcp.NAME]`, plan tools from `[plans] dir` "
-                "in flow.toml"
-            )
-        for r in declarable:
-            try:
-                _out(
-                    api.extern_declaration(
-                        r["name"], r["input_schema"], r["description"], r.get("output_schema")
-                    )
-                )
-            except ValueError as e:
-                _out(f"// {r['name']}: not declarable ({e})")
-    elif as_json:
-        click.echo(_json_out(rows))  # an MCP server's schema may hold NaN
-    else:
-        width = max((len(r["name"]) for r in rows), default=10)
-        swidth = max((len(r["source"]) for r in rows), default=6)
-        for r in rows:
-            desc = (r["description"] or "").strip().splitlines()
-            first = desc[0] if desc else ""
-            first = first if len(first) <= 72 else first[:71] + "…"
-            _out(f"{r['name']:<{width}}  {r['source']:<{swidth}}  {first}")
-            if r["summary"]:
-                _out(f"{'':<{width}}  {'':<{swidth}}  ({r['summary']})")
-    for message in errors:
-        _err(f"error: {message}")
-    sys.exit(1 if errors else 0)
-
-
-@plan.command("fmt")
-@click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--check", "check_only", is_flag=True, help="Exit 1 if the file is not canonical.")
-def plan_fmt(file: str, check_only: bool) -> None:
-    """Rewrite a plan file in canonical form (snake_case field names, fixed order)."""
-    path = Path(file)
-    if not path.is_file():
-        raise click.UsageError(f"{file}: no such file")
-    if path.suffix == ".flow":
-        raise click.UsageError(f"{file} is a .flow program, not a plan: use `flowc fmt {file}`")
-    try:
-        text, new = api.format_plan_file(path)
-    except PlanLoadError as e:
-        _fail(e)
-    if check_only:
-        if new != text:
-            _err(f"{file}: would reformat")
-            sys.exit(1)
-        return
-    if new != text:
-        path.write_text(new, encoding="utf-8")
-        _err(f"formatted {file}")
-
-
-@main.command("fmt")
-@click.argument("paths", nargs=-1, required=True)
-@click.option("--check", "check_only", is_flag=True, help="Exit 1 if a file is not canonical.")
-@click.option(
-    "--diff",
-    "as_diff",
-    is_flag=True,
-    help="Print what would change as a unified diff; exit 1 if any.",
-)
-def fmt_cmd(paths: tuple[str, ...], check_only: bool, as_diff: bool) -> None:
-    """Rewrite .flow files in canonical layout (directories are searched for *.flow)."""
-    failed = changed = 0
-    files = _flow_files(paths)
-    check_only = check_only or as_diff  # --diff writes nothing either
-    for f in files:
-        try:
-            if as_diff:
-                diff = api.format_flow_diff(f)
-                if diff:
-                    changed += 1
-                    _out(diff, nl=False)
-                    _err(f"{f}: would reformat")
-            elif api.format_flow_file(f, check=check_only):
-                changed += 1
-                _err(f"{f}: would reformat" if check_only else f"formatted {f}")
-        except api.FormatError as e:
-            failed += 1
-            _err(f"error: {e.message}")
-        except OSError as e:
-            failed += 1
-            _err(f"{f}: cannot read: {e.strerror or e}")
-    if failed or (check_only and changed):
-        sys.exit(1)
-    if not check_only and not changed:
-        _err(f"{len(files)} file(s) already formatted")
 
 
 @main.command("serve")
@@ -983,150 +771,21 @@ def lsp_cmd(stdio: bool) -> None:
 # ---------------------------------------------------------------------------------- ask, cache
 
 
-@main.command()
-@click.argument("question")
-@click.option(
-    "--config", type=click.Path(dir_okay=False), callback=given_files, help="flow.toml to use."
-)
-@_workspace_option
-@_trace_option
-@click.option(
-    "--max-iterations",
-    type=click.IntRange(min=1),
-    help="Chat rounds (default: [chat] max_agent_iterations).",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the whole result as JSON.")
-@_record_option
-@_replay_option
-@click.option(
-    "--model",
-    "model",
-    metavar="test[:SEED]",
-    help="Answer with the built-in test model (a short made-up text; no network, no key); "
-    "test+tools also calls each offered tool once first.",
-)
-@click.option(
-    "--durable",
-    is_flag=True,
-    help="Record every model and tool call so the question survives a crash (flowc resume "
-    "RUN); prints the run id.",
-)
-@click.option(
-    "--run-id", metavar="ID", callback=_checked_run_id(new=True),
-    help="The durable run's id (default: a new one); implies --durable.",
-)  # fmt: skip
-@click.option(
-    "--database",
-    metavar="URL",
-    help="The durable runs database (default: [durable] database); implies --durable.",
-)
-def ask(
-    question: str,
-    config: str | None,
-    workspace: str | None,
-    trace: str | None,
-    max_iterations: int | None,
-    as_json: bool,
-    record: str | None,
-    replay: str | None,
-    durable: bool,
-    run_id: str | None,
-    database: str | None,
-    model: str | None,
-) -> None:
-    """Answer QUESTION with the chat model and the tool catalog (tools, plan__* plans,
-    plan_and_execute). The answer goes to stdout; progress and solver reports, dimmed, to stderr."""
-    api.enable_watchdog()
-    click.get_current_context().call_on_close(lambda: api.enable_watchdog(False))
-    durable = durable or run_id is not None or database is not None
-    if durable and (record or replay):
-        raise click.UsageError(
-            "--durable cannot be used with --record or --replay: a durable question's model "
-            "calls are recorded on the durable engine (flowc resume RUN replays them)"
-        )
-    if model is not None and (record or replay):
-        raise click.UsageError("--model cannot be used with --record or --replay")
-    _check_run_options(workspace, record, replay, trace)
-
-    try:
-        result = api.ask_sync(
-            question,
-            config=config,
-            workspace=workspace,
-            trace=trace,
-            record=record,
-            replay=replay,
-            max_iterations=max_iterations,
-            on_progress=_ask_progress,
-            durable=durable,
-            run_id=run_id,
-            database=database,
-            on_start=(lambda rid: _err(f"run id: {rid}")) if durable else None,
-            model=model,
-        )
-    except FlowError as e:
-        _fail(e)
-    _ask_finish(result, as_json)
-
-
-def _cache_env_note() -> None:
-    """An empty ``AGENTFLOW_CACHE_DIR=`` counts as unset; say so (docs/decisions.md)."""
-    note = api.shape_cache_note()
-    if note is not None:
-        _err(f"note: {note}")
-
-
 @main.group()
 def cache() -> None:
     """Show or clear the shape cache (observed result shapes of tools, read by the planner)."""
 
 
-@cache.command("show")
-@click.argument("tool", required=False)
-@click.option("--json", "as_json", is_flag=True, help="Print the entries as JSON.")
-def cache_show(tool: str | None, as_json: bool) -> None:
-    """Print the cached shape of every tool (or of TOOL)."""
-    import sqlite3
-
-    store = api.shape_cache()
-    _cache_env_note()
-    try:
-        entries = store.all([tool] if tool else None)
-    except (sqlite3.Error, OSError) as e:
-        _err(f"error: {store.path}: {e}")
-        sys.exit(1)
-    if as_json:
-        click.echo(_json_out([e.to_dict() for e in entries]))
-        return
-    if not entries:
-        _err(f"{store.path}: no shapes recorded" + (f" for {tool}" if tool else ""))
-        if tool:
-            sys.exit(1)
-        return
-    for entry in entries:
-        calls = f"{entry.calls} call{'s' if entry.calls != 1 else ''}"
-        _out(f"{entry.tool}  ({calls})")
-        _out("  " + json.dumps(entry.shape, sort_keys=True, ensure_ascii=False))
-
-
-@cache.command("clear")
-@click.argument("tool", required=False)
-def cache_clear(tool: str | None) -> None:
-    """Forget every cached shape (or only TOOL's)."""
-    import sqlite3
-
-    store = api.shape_cache()
-    _cache_env_note()
-    try:
-        n = store.clear(tool)
-    except (sqlite3.Error, OSError) as e:
-        _err(f"error: {store.path}: {e}")
-        sys.exit(1)
-    _err(f"cleared {n} shape(s) from {store.path}")
-
-
-# the command groups of their own modules
+# the commands of their own modules
+plan.add_command(plans.plan_validate)
+plan.add_command(plans.plan_fmt)
+cache.add_command(ask.cache_show)
+cache.add_command(ask.cache_clear)
 for _command in (
+    plans.schema,
+    plans.tools_cmd,
+    plans.fmt_cmd,
+    ask.ask,
     durable.resume,
     durable.runs,
     durable.answer,

@@ -43,6 +43,7 @@ __all__ = [
     "ErrorCode",
     "Code",
     "EXPRESSION_WORDS",
+    "PURE_EXPRESSION_WORDS",
     "CAUGHT_CODES",
     "HARD_STOP_CODES",
     "KEYWORDS",
@@ -130,6 +131,21 @@ EXPRESSION_WORDS: tuple[str, ...] = (
     "verify",
     "agent",
     "try",
+    "match",
+    "not",
+    "and",
+    "or",
+    "in",
+    "true",
+    "false",
+    "null",
+)
+#: Words a pure expression — a user function's body (docs/reference/programs.md "User
+#: functions") — may use, in the order a completion list offers them.
+PURE_EXPRESSION_WORDS: tuple[str, ...] = (
+    "if",
+    "then",
+    "else",
     "match",
     "not",
     "and",

@@ -63,7 +63,8 @@ from agentflow.runtime.models.cassette import (
 )
 from agentflow.runtime.models.router import ModelRouter, RoutedClient, test_router
 from agentflow.runtime.models.test_model import parse_model_option
-from agentflow.runtime.telemetry import OtelSink, new_tracer_provider
+from agentflow.runtime.telemetry import OtelSink
+from agentflow.runtime.telemetry_settings import new_tracer_provider
 
 __all__ = ["EVAL_JUDGE_PROMPT", "EvalTrace", "Prepared", "ResponseCache", "prepare", "run_eval"]
 

@@ -38,7 +38,7 @@ from agentflow.core.spans import Span
 from agentflow.core.vocabulary import MAX_NESTING, STATEMENT_WORDS
 from agentflow.core.vocabulary import duration_ms as _duration_ms
 from agentflow.grammar import ast
-from agentflow.grammar.builder import _budget, _number
+from agentflow.grammar.builder_shared import _budget, _number
 from agentflow.grammar.descent_exprs import ExprDescent, _Bail, bail, plain_text
 from agentflow.grammar.scanner import (
     _NL_VARIANT,

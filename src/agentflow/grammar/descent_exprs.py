@@ -17,15 +17,9 @@ from agentflow.core.vocabulary import MAX_PREFIX
 from agentflow.core.vocabulary import RESERVED_WORDS as _RESERVED
 from agentflow.core.vocabulary import duration_ms as _duration_ms
 from agentflow.grammar import ast
-from agentflow.grammar.builder import (
-    _budget,
-    _climb,
-    _Not,
-    _number,
-    _push_projection,
-    _retry,
-    match_arm,
-)
+from agentflow.grammar.builder import match_arm
+from agentflow.grammar.builder_exprs import _climb, _Not, _push_projection
+from agentflow.grammar.builder_shared import _budget, _number, _retry
 from agentflow.grammar.scanner import KEYWORDS, SynErr
 
 __all__ = ["_Bail", "ExprDescent", "bail", "plain_text"]
@@ -52,7 +46,7 @@ _PREFIX = frozenset(("NOT", "NOT_NL", "MINUS", "MINUS_NL"))
 
 
 class _OpTok:
-    """A token as :func:`~agentflow.grammar.builder._climb` reads it (only its span)."""
+    """A token as :func:`~agentflow.grammar.builder_exprs._climb` reads it (only its span)."""
 
     __slots__ = ("span",)
 

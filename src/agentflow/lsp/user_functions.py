@@ -16,7 +16,7 @@ from agentflow.compiler.check_user_functions import GRAMMAR_WORDS, FnSig
 from agentflow.compiler.imports import file_key
 from agentflow.core.functions import FUNCTIONS
 from agentflow.core.spans import Span
-from agentflow.core.vocabulary import TOP_LEVEL_WORDS
+from agentflow.core.vocabulary import PURE_EXPRESSION_WORDS, TOP_LEVEL_WORDS
 from agentflow.grammar import ast
 from agentflow.grammar.scanner import Tok
 from agentflow.lsp import locate
@@ -183,7 +183,7 @@ def completions(a: Analysis) -> list[tuple[str, str, str | None, str | None]]:
 
 
 #: the words a function body may use (docs/reference/programs.md "User functions": pure)
-BODY_WORDS = ("if", "then", "else", "match", "not", "and", "or", "in", "true", "false", "null")
+BODY_WORDS = PURE_EXPRESSION_WORDS
 
 #: the tokens an expression may end with: a line starting after one is a new item
 _ENDS_VALUE = frozenset({"NAME", "NUMBER", "STRING", "DURATION", "RPAR", "RSQB", "RBRACE"})

@@ -155,7 +155,7 @@ def test_ask_again_without_reuse_is_a_usage_error(tmp_path: Path) -> None:
 
 def test_a_number_too_large_typed_at_the_terminal_or_in_a_form_is_kept_as_text() -> None:
     from agentflow.runtime.hooks import AskRequest, _parse_answer
-    from agentflow.serve import _form_answer
+    from agentflow.serve_asks import _form_answer
 
     request = AskRequest("How many?", {"type": "integer"}, None, "E0", [])
     assert _parse_answer("1e999", request) == "1e999"  # then "not of type 'integer'", not inf

@@ -19,7 +19,7 @@ from agentflow.runtime.config import load_config, missing_key_message
 from agentflow.runtime.models.base import ChatRequest, Message
 from agentflow.runtime.models.http import RetryPolicy
 from agentflow.runtime.models.router import ModelRouter
-from agentflow.runtime.telemetry import config_secrets
+from agentflow.runtime.telemetry_settings import config_secrets
 
 FAST = RetryPolicy(max_retries=0, base=0.001, cap=0.002)
 GATEWAY_KEY = "hk-gateway-secret-0123456789"

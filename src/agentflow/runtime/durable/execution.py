@@ -240,7 +240,7 @@ async def resume(
     """Continue run ``run_id`` whose process stopped (a crash, ``kill -9``, a reboot): its
     recorded steps are replayed, the rest runs here.  Returns its result (at once for a run
     that already finished).  ``telemetry``: export its spans
-    (:class:`~agentflow.runtime.telemetry.TelemetrySettings`) into the run's trace.
+    (:class:`~agentflow.runtime.telemetry_settings.TelemetrySettings`) into the run's trace.
     ``on_waiting``: called once, as the run continues, with the questions it was already
     waiting on (asked before its process stopped; a replayed ``ask`` emits no event, so the
     sinks never see them).  Raises InputError for an unknown run or one still running."""

@@ -29,13 +29,8 @@ from agentflow.runtime.executor import run_plan
 from agentflow.runtime.models.cassette import ReplayRouter
 from agentflow.runtime.models.router import ModelRouter, test_router
 from agentflow.runtime.models.test_model import parse_model_option
-from agentflow.runtime.telemetry import (
-    INSTALL_HINT,
-    OtelSink,
-    RunSinks,
-    durable_trace,
-    otel_available,
-)
+from agentflow.runtime.telemetry import OtelSink, RunSinks
+from agentflow.runtime.telemetry_settings import INSTALL_HINT, durable_trace, otel_available
 from agentflow.runtime.tools.build import build_catalog
 
 if TYPE_CHECKING:
