@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agentflow.core.vocabulary import Code
@@ -31,7 +31,15 @@ from agentflow.errors import Cancelled, InputError, RunError
 from agentflow.ir.loader import load_plan_text
 from agentflow.runtime.config import load_config
 from agentflow.runtime.control import BATCH_CONCURRENCY
-from agentflow.runtime.durable.answers import CANCEL, FINISHED, UNANSWERED, claim, claim_end, claims
+from agentflow.runtime.durable.answers import (
+    CANCEL,
+    FINISHED,
+    UNANSWERED,
+    claim,
+    claim_end,
+    claims,
+    question_key,
+)
 from agentflow.runtime.durable.dbos_launch import (
     ON_SHUTDOWN,
     REGISTRARS,
@@ -44,6 +52,7 @@ from agentflow.runtime.durable.dbos_launch import (
     launch,
     launched,
     lazy_labels,
+    published,
     query_item_page,
     query_items,
     recorded_input,
@@ -62,6 +71,7 @@ from agentflow.runtime.durable.engine import (
     DurableEffects,
     PlanIndex,
     Runtime,
+    digest,
     run_unit,
 )
 from agentflow.runtime.durable.items import ItemRecords, items_for
@@ -1029,4 +1039,31 @@ async def reuse_table(run_id: str, *, asks: bool = True) -> dict[str, tuple[str,
                 table.setdefault(step["function_name"], (out["d"], out["v"]))
     if not asks:
         table = {k: v for k, v in table.items() if "/ask#" not in k and not k.startswith("ask#")}
+        return table
+    for name, entry in (await answered_while_stopped(ids, table)).items():
+        table.setdefault(name, entry)
     return table
+
+
+async def answered_while_stopped(
+    ids: list[str], recorded: Mapping[str, Any]
+) -> dict[str, tuple[str, Any]]:
+    """``{operation name: (question digest, answer)}`` of the questions of the units ``ids``
+    that an answer closed (``flowc answer`` while the run was stopped: its claim, answers.py)
+    but that no unit took yet: no operation of ``recorded`` holds them, yet ``--reuse`` takes
+    them as it takes an answer the run recorded.  The digest is the published question's
+    text, choices and schema, as :meth:`DurableEffects.ask` makes it."""
+    found: dict[str, tuple[str, Any]] = {}
+    closed = await claims(ids)
+    for wfid in ids:
+        keys = {k for (w, k), c in closed.items() if w == wfid and c.kind == "answer"}
+        if not keys - set(recorded):
+            continue
+        for event, value in (await published(wfid)).items():
+            if not str(event).startswith("question:") or not isinstance(value, dict):
+                continue
+            key = question_key(value)
+            if key in keys and key not in recorded:
+                asked = [value.get("question"), value.get("choices"), value.get("schema")]
+                found[key] = (digest("ask", asked), closed[(wfid, key)].value)
+    return found
