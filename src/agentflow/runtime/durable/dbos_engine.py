@@ -533,6 +533,14 @@ def never_taken_up(w: Any) -> str | None:
     if w.status == "ENQUEUED" or executor.startswith("worker:"):
         return None  # a fleet's: its workers take it (liveness.py recovers a dead one's)
     recorded = getattr(w, "app_version", None)
+    if not recorded:  # NULL or empty: a row an older agentflow wrote, or one edited
+        return (
+            "its row records no agentflow version (an older agentflow wrote it, or it was "
+            "edited), and a durable run is taken up only by the version that started it, so "
+            f"no process of agentflow {GlobalParams.app_version} takes it up. To go on, end it "
+            f"with `flowc cancel {w.workflow_id}`, then `flowc redrive {w.workflow_id}` runs "
+            "it again, taking every step it finished"
+        )
     if recorded != GlobalParams.app_version:
         return (
             f"it was recorded by agentflow {recorded}, and this is agentflow "
