@@ -4,6 +4,7 @@ web console over durable runs (:mod:`agentflow.ui`)."""
 
 from __future__ import annotations
 
+import errno
 import sys
 from pathlib import Path
 
@@ -97,7 +98,9 @@ def report_cmd(trace: str, out: str, plan_file: str | None) -> None:
     "--host",
     default="127.0.0.1",
     show_default=True,
-    help="Address to listen on; any but loopback needs the token printed at start.",
+    callback=_common.checked_host("--port"),
+    help="Address to listen on (a name or an IP address; the port goes in --port); any but "
+    "loopback needs the token printed at start.",
 )
 @click.option(
     "--port",
@@ -122,7 +125,19 @@ def ui_cmd(config: str | None, database: str | None, host: str, port: int) -> No
     try:
         api.serve_ui(url, host=host, port=port, on_ready=ready)
     except OSError as e:
-        _err(f"error: cannot listen on {host}:{port}: {e.strerror or e}")
+        _err(f"error: cannot listen on {host} port {port}: {_listen_failure(e)}")
         sys.exit(1)
     except KeyboardInterrupt:
         pass
+
+
+def _listen_failure(e: OSError) -> str:
+    """Why ``flowc ui`` could not listen, in one clause: a port another process holds says
+    what to do; any other failure is the system's words (a name that does not resolve, an
+    address this machine does not have)."""
+    if e.errno == errno.EADDRINUSE:
+        return (
+            f"another process listens there ({e.strerror or e}): stop it, or give another "
+            "--port (0: any free port)"
+        )
+    return str(e.strerror or e)
