@@ -71,7 +71,6 @@ from agentflow.runtime.durable.engine import (
     DurableEffects,
     PlanIndex,
     Runtime,
-    digest,
     run_unit,
 )
 from agentflow.runtime.durable.items import ItemRecords, items_for
@@ -82,6 +81,7 @@ from agentflow.runtime.durable.records import (
     check_readable,
     check_record,
     lost_secret,
+    question_digest,
     record_problem,
 )
 from agentflow.runtime.durable.spec import context_from_spec, run_root, trace_of
@@ -1060,7 +1060,7 @@ async def answered_while_stopped(
     that an answer closed (``flowc answer`` while the run was stopped: its claim, answers.py)
     but that no unit took yet: no operation of ``recorded`` holds them, yet ``--reuse`` takes
     them as it takes an answer the run recorded.  The digest is the published question's
-    text, choices and schema, as :meth:`DurableEffects.ask` makes it."""
+    text, choices and schema (records.question_digest, as :meth:`DurableEffects.ask`)."""
     found: dict[str, tuple[str, Any]] = {}
     closed = await claims(ids)
     for wfid in ids:
@@ -1072,6 +1072,8 @@ async def answered_while_stopped(
                 continue
             key = question_key(value)
             if key in keys and key not in recorded:
-                asked = [value.get("question"), value.get("choices"), value.get("schema")]
-                found[key] = (digest("ask", asked), closed[(wfid, key)].value)
+                asked = question_digest(
+                    value.get("question"), value.get("choices"), value.get("schema")
+                )
+                found[key] = (asked, closed[(wfid, key)].value)
     return found
