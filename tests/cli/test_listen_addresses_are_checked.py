@@ -2,16 +2,19 @@
 IP address — the port going in `--port` / `--http`: a host with a port glued to it, a port that
 is no number or out of range, an empty host or an address no machine has is a usage error
 (exit 2) naming the value and the form allowed, before anything listens; a port another
-process holds is a one-line error (exit 1) saying so and what to do
-(docs/reference/ui.md, docs/reference/cli.md)."""
+process holds is a one-line error (exit 1) saying so and what to do, and `serve --http 0`
+announces the port it got (docs/reference/ui.md, docs/reference/cli.md)."""
 
 from __future__ import annotations
 
+import re
 import socket
+import subprocess
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from support.durable_questions import flowc, start_flowc
 
 from agentflow.cli import main
 
@@ -74,3 +77,38 @@ def test_a_port_another_process_holds_is_one_line_saying_so(tmp_path):
         f"error: cannot listen on 127.0.0.1 port {port}: another process listens there "
         "(Address already in use): stop it, or give another --port (0: any free port)"
     ), line
+
+
+def test_serve_on_a_held_port_says_so_before_it_announces_anything(tmp_path):
+    """`flowc serve --mcp --http N` binds before it says where it serves: a held port is one
+    line, exit 1 — once the server announced the port, then uvicorn's ERROR line, exit 3."""
+    (tmp_path / "a.flow").write_text("stage s -> int { return 1 }\n")
+    held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    held.bind(("127.0.0.1", 0))
+    held.listen(1)
+    port = held.getsockname()[1]
+    try:
+        done = subprocess.run(
+            flowc("serve", "--mcp", ".", "--http", str(port)),
+            cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    finally:
+        held.close()
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines() == [
+        f"error: cannot listen on 127.0.0.1 port {port}: another process listens there "
+        "(Address already in use): stop it, or give another port (--http 0: any free one)"
+    ], done.stderr
+
+
+def test_serve_on_port_0_announces_the_port_it_got(tmp_path):
+    (tmp_path / "a.flow").write_text("stage s -> int { return 1 }\n")
+    proc = start_flowc(tmp_path, "serve", "--mcp", ".", "--http", "0")
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline().decode()
+    finally:
+        proc.kill()
+        proc.communicate()
+    found = re.fullmatch(r"flowc serve: 1 tool\(s\) on http://127\.0\.0\.1:(\d+)/mcp: a\n", line)
+    assert found is not None and int(found.group(1)) > 0, line

@@ -4,6 +4,7 @@ output that is always valid, a failed run's error with its source line."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import ipaddress
 import json
 import math
@@ -212,6 +213,18 @@ def checked_host(port_option: str) -> Any:
         return listen_host(value)
 
     return check
+
+
+def listen_failure(e: OSError) -> str:
+    """Why ``flowc ui`` could not listen, in one clause: a port another process holds says
+    what to do; any other failure is the system's words (a name that does not resolve, an
+    address this machine does not have)."""
+    if e.errno == errno.EADDRINUSE:
+        return (
+            f"another process listens there ({e.strerror or e}): stop it, or give another "
+            "--port (0: any free port)"
+        )
+    return str(e.strerror or e)
 
 
 # Options shared by `run`, `ask` and the durable-run commands.

@@ -4,7 +4,6 @@ web console over durable runs (:mod:`agentflow.ui`)."""
 
 from __future__ import annotations
 
-import errno
 import sys
 from pathlib import Path
 
@@ -125,19 +124,7 @@ def ui_cmd(config: str | None, database: str | None, host: str, port: int) -> No
     try:
         api.serve_ui(url, host=host, port=port, on_ready=ready)
     except OSError as e:
-        _err(f"error: cannot listen on {host} port {port}: {_listen_failure(e)}")
+        _err(f"error: cannot listen on {host} port {port}: {_common.listen_failure(e)}")
         sys.exit(1)
     except KeyboardInterrupt:
         pass
-
-
-def _listen_failure(e: OSError) -> str:
-    """Why ``flowc ui`` could not listen, in one clause: a port another process holds says
-    what to do; any other failure is the system's words (a name that does not resolve, an
-    address this machine does not have)."""
-    if e.errno == errno.EADDRINUSE:
-        return (
-            f"another process listens there ({e.strerror or e}): stop it, or give another "
-            "--port (0: any free port)"
-        )
-    return str(e.strerror or e)
