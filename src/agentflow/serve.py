@@ -1170,13 +1170,14 @@ def serve(
 
 
 def listening(host: str, port: int) -> socket.socket:
-    """A TCP socket bound to ``host``:``port`` (``0``: a free port) and listening, IPv6 for an
-    address with a ``:``.  Raises OSError when it cannot be (the port held, no such name)."""
+    """A TCP socket bound to ``host``:``port`` (``0``: a free port), IPv6 for an address with a
+    ``:``, not listening yet: uvicorn listens once the server is ready (a durable server has
+    resumed its runs), so a client that connects first is refused rather than kept waiting.
+    Raises OSError when it cannot be bound (the port held, no such name)."""
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
-        sock.listen(64)
         sock.setblocking(False)
     except OSError:
         sock.close()
