@@ -39,9 +39,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import hashlib
 import os
 import re
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -546,18 +548,21 @@ class McpFlowServer:
                 finally:
                     await self.close_durable()
 
-    async def serve_http(self, host: str = "127.0.0.1", port: int = 8000) -> None:
-        """Serve over streamable HTTP at ``http://HOST:PORT/mcp`` until cancelled; a request
-        whose ``id`` is neither a string nor an integer is answered HTTP 400 with a JSON-RPC
-        error -32600 (:class:`_RefuseBadIds`; the SDK would take it for a notification and
-        answer 202 with no reply)."""
+    async def serve_http(
+        self, host: str = "127.0.0.1", port: int = 8000, sock: socket.socket | None = None
+    ) -> None:
+        """Serve over streamable HTTP at ``http://HOST:PORT/mcp`` until cancelled (on ``sock``
+        when given: a socket bound already, :func:`listening`); a request whose ``id`` is
+        neither a string nor an integer is answered HTTP 400 with a JSON-RPC error -32600
+        (:class:`_RefuseBadIds`; the SDK would take it for a notification and answer 202 with
+        no reply)."""
         import uvicorn
 
         await self.open_durable()
         app = _RefuseBadIds(self.server.streamable_http_app(host=host))
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
         try:
-            await uvicorn.Server(config).serve()
+            await uvicorn.Server(config).serve(sockets=[sock] if sock is not None else None)
         finally:
             await self.close_durable()
 
@@ -738,7 +743,8 @@ def serve(
 ) -> None:
     """Serve ``directory``'s programs (stdio, or streamable HTTP on ``http``); reports the
     tools and the files left out on stderr; ``durable``: each call a durable run (see the
-    module doc); ``model``: as :class:`McpFlowServer`'s.  Raises ConfigError for a broken
+    module doc); ``model``: as :class:`McpFlowServer`'s.  Raises ConfigError when it cannot listen
+    on ``http`` (:func:`listening`: before it is announced) and for a broken
     configuration or database."""
     server = McpFlowServer(
         directory,
@@ -751,7 +757,18 @@ def serve(
     for problem in server.served.problems:
         print(f"flowc serve: {visible(str(problem), lines=True)}", file=sys.stderr)
     names = ", ".join(server.served.flows) or "none"
-    where = f"http://{host}:{http}/mcp" if http is not None else "stdio"
+    # bound before it is announced: a port another process holds is an OSError here, and
+    # `--http 0` announces the port it got
+    try:
+        sock = listening(host, http) if http is not None else None
+    except OSError as e:
+        why = str(e.strerror or e)
+        if e.errno == errno.EADDRINUSE:
+            why = f"another process listens there ({why}): stop it, or give another port"
+            why += " (--http 0: any free one)"
+        raise ConfigError(f"cannot listen on {host} port {http}: {why}") from None
+    shown = f"[{host}]" if ":" in host else host
+    where = f"http://{shown}:{sock.getsockname()[1]}/mcp" if sock is not None else "stdio"
     print(f"flowc serve: {len(server.served.flows)} tool(s) on {where}: {names}", file=sys.stderr)
     if not server.served.flows:
         nested = sorted(
@@ -769,7 +786,27 @@ def serve(
     if server.url is not None:
         print(f"flowc serve: durable runs in {safe_url(server.url)}", file=sys.stderr)
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(server.serve_http(host, http) if http is not None else server.serve_stdio())
+        if sock is None:
+            asyncio.run(server.serve_stdio())
+        else:
+            with sock:
+                asyncio.run(server.serve_http(host, sock.getsockname()[1], sock))
+
+
+def listening(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host``:``port`` (``0``: a free port), IPv6 for an address with a
+    ``:``, not listening yet: uvicorn listens once the server is ready (a durable server has
+    resumed its runs), so a client that connects first is refused rather than kept waiting.
+    Raises OSError when it cannot be bound (the port held, no such name)."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 __all__ = ["KEY_META", "RUN_META", "McpFlowServer", "serve"]

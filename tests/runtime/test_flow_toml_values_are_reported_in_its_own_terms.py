@@ -262,11 +262,12 @@ def test_an_item_of_an_array_and_a_key_of_an_inline_table_are_named_where_they_a
         "flow.toml:2:1: [tools] modules (item 2): expected a string; got the integer 3"
     )
     assert _load(tmp_path, '[models]\ndefault = ["p:m", 1]\n') == (
-        "flow.toml:2:1: [models] default (item 2): expected a string; got the integer 1"
+        "flow.toml:2:1: [models] default (item 2): expected a model reference (a role, a "
+        'named model or "provider:model"); got the integer 1'
     )
     text = '[teams.dev]\nmain = "lead"\nmembers = { lead = { model = 1 } }\n'
     assert _load(tmp_path, text) == (
-        "flow.toml:3:1: [teams.dev] members.lead.model: expected a model reference (a role, a "
+        "flow.toml:3:22: [teams.dev.members.lead] model: expected a model reference (a role, a "
         'named model or "provider:model"), e.g. `model = "fast"`; got the integer 1'
     )
     text = '[prices."gpt-4.1"]\ninput = "cheap"\noutput = 1\n'
@@ -280,7 +281,7 @@ def test_a_header_value_of_the_wrong_type_is_not_shown(tmp_path: Path) -> None:
     """Header and environment values may be credentials: a wrong one is named by its type."""
     message = _load(tmp_path, "[providers.p]\nheaders = { Authorization = 123456789 }\n")
     assert message == (
-        "flow.toml:2:1: [providers.p] headers.Authorization: expected a string; got an integer"
+        "flow.toml:2:13: [providers.p.headers] Authorization: expected a string; got an integer"
     )
 
 

@@ -164,6 +164,7 @@ from agentflow.cli.common import (  # noqa: E402
     _telemetry_option,
     _trace_option,
     _workspace_option,
+    checked_host,
     error_text,
     given_files,
     given_input,
@@ -704,7 +705,13 @@ def cost_cmd(file: str, as_json: bool) -> None:
 @click.option("--mcp", "as_mcp", is_flag=True, help="Serve as an MCP server (the only mode).")
 @click.option("--http", "port", type=click.IntRange(0, 65535), default=None,
               help="Streamable HTTP on this port.")  # fmt: skip
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address for --http.")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    callback=checked_host("--http"),
+    help="Address for --http (a name or an IP address).",
+)
 @click.option(
     "--config", type=click.Path(dir_okay=False), callback=given_files, help="flow.toml to use."
 )

@@ -4,6 +4,8 @@ output that is always valid, a failed run's error with its source line."""
 from __future__ import annotations
 
 import contextlib
+import errno
+import ipaddress
 import json
 import math
 import os
@@ -140,6 +142,89 @@ def given_input(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     if isinstance(value, str) and value.startswith("@"):
         given_file("--input @", value[1:])
     return value
+
+
+#: A label of a host name (RFC 1123; ``_`` too, as some networks name machines so).
+_HOST_LABEL = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
+#: What ``--host`` takes, said by every refusal.
+_HOST_FORM = (
+    "give a name or an IP address alone (127.0.0.1, localhost, ::1; 0.0.0.0 for every interface)"
+)
+
+
+def _ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def listen_host(value: str) -> str | None:
+    """``value`` as a host to listen on: an IP address (an IPv6 one also in brackets, which
+    are taken off) or a host name; None when it is neither."""
+    bare = value[1:-1] if value.startswith("[") and value.endswith("]") else value
+    if _ip(bare):
+        return bare
+    name = value.removesuffix(".")
+    labels = name.split(".")
+    if not name or len(name) > 253 or not all(_HOST_LABEL.fullmatch(x) for x in labels):
+        return None
+    if all(x.isdigit() for x in labels):
+        return None  # 999.1.1.1: meant as an IPv4 address, and not one
+    return value
+
+
+def listen_host_problem(value: str, port_option: str = "--port") -> str | None:
+    """Why ``value`` given to ``--host`` of ``flowc ui`` / ``flowc serve`` is not a host to
+    listen on (:func:`listen_host`), naming it and the form allowed — a port glued to it goes
+    in ``port_option`` —, or None (docs/reference/ui.md)."""
+    if listen_host(value) is not None:
+        return None
+    host, colon, port = value.rpartition(":")
+    glued = colon and host and port and "/" not in port
+    if glued and listen_host(host) is not None and not _ip(value.strip("[]")):
+        bare = listen_host(host)
+        if port.isascii() and port.isdigit() and int(port) <= 65535:
+            return (
+                f"{value!r} is not a host: give the port with {port_option}: --host {bare} "
+                f"{port_option} {int(port)} (--host takes a name or an IP address alone)"
+            )
+        return (
+            f"{value!r} is not a host: give the port with {port_option} N (0 to 65535), and "
+            "--host a name or an IP address alone"
+        )
+    if all(x.isdigit() for x in value.removesuffix(".").split(".")) and "." in value:
+        return f"{value!r} is not an IP address: {_HOST_FORM}"
+    return f"{value!r} is not a host: {_HOST_FORM}"
+
+
+def checked_host(port_option: str) -> Any:
+    """A click callback for ``--host``: a usage error (exit 2) for a value that is not a host
+    (:func:`listen_host_problem`, a glued port said to go in ``port_option``); the host as
+    it is bound (an IPv6 address without its brackets) otherwise."""
+
+    def check(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        problem = listen_host_problem(value, port_option)
+        if problem is not None:
+            raise click.BadParameter(problem, ctx=ctx, param=param)
+        return listen_host(value)
+
+    return check
+
+
+def listen_failure(e: OSError) -> str:
+    """Why ``flowc ui`` could not listen, in one clause: a port another process holds says
+    what to do; any other failure is the system's words (a name that does not resolve, an
+    address this machine does not have)."""
+    if e.errno == errno.EADDRINUSE:
+        return (
+            f"another process listens there ({e.strerror or e}): stop it, or give another "
+            "--port (0: any free port)"
+        )
+    return str(e.strerror or e)
 
 
 # Options shared by `run`, `ask` and the durable-run commands.

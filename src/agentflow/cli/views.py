@@ -97,7 +97,9 @@ def report_cmd(trace: str, out: str, plan_file: str | None) -> None:
     "--host",
     default="127.0.0.1",
     show_default=True,
-    help="Address to listen on; any but loopback needs the token printed at start.",
+    callback=_common.checked_host("--port"),
+    help="Address to listen on (a name or an IP address; the port goes in --port); any but "
+    "loopback needs the token printed at start.",
 )
 @click.option(
     "--port",
@@ -122,7 +124,7 @@ def ui_cmd(config: str | None, database: str | None, host: str, port: int) -> No
     try:
         api.serve_ui(url, host=host, port=port, on_ready=ready)
     except OSError as e:
-        _err(f"error: cannot listen on {host}:{port}: {e.strerror or e}")
+        _err(f"error: cannot listen on {host} port {port}: {_common.listen_failure(e)}")
         sys.exit(1)
     except KeyboardInterrupt:
         pass

@@ -23,6 +23,7 @@ naming the file and, where it can be found, the line.
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import re
 import sys
@@ -1003,12 +1004,19 @@ def _check_references(config: Config, text: str) -> None:
         value = getattr(config.models, role)
         if value is None:
             continue
-        for ref in [value] if isinstance(value, str) else value:
+        listed = not isinstance(value, str)  # a failover list: its item is named
+        for index, ref in enumerate([value] if isinstance(value, str) else value, start=1):
+            key = f"[models] {role}" + (f" (item {index})" if listed else "")
+            where = key_location(file, text, ("models", role))
+            if not ref.strip():  # the whole reference empty is the validator's
+                raise ConfigError(
+                    f"{where}: {key}: a model reference cannot be empty; got the string "
+                    f"{json.dumps(ref)}"
+                )
             try:
                 config.resolve(ref)
             except ConfigError as exc:
-                where = key_location(file, text, ("models", role))
-                raise ConfigError(f"{where}: [models] {role}: {strip_file(exc, file)}") from None
+                raise ConfigError(f"{where}: {key}: {strip_file(exc, file)}") from None
     for server in config.mcp:
         if not _SERVER_NAME.match(server) or "__" in server or server in RESERVED_SERVER_NAMES:
             where = key_location(file, text, ("mcp", server))

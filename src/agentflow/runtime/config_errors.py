@@ -102,6 +102,8 @@ def _wrong_value(root: type[BaseModel], text: str, raw: tuple[str | int, ...], g
     what = describe(
         expected, meaning if own and not table else "", field.metadata if own and field else []
     )
+    if not own and raw and isinstance(raw[-1], int) and name in _ITEM_MEANINGS:
+        what = _ITEM_MEANINGS[name]  # an item of a failover list is a model reference
     choices = _choices(expected)
     meant = None
     if choices and isinstance(given, str):
@@ -169,6 +171,12 @@ _MEANINGS: dict[str, str] = {
 }
 for _role in ("chat", "planner", "solver", "repair", "judge"):
     _MEANINGS[_role] = _MEANINGS["default"]
+
+#: what an item of an array is, by the array's key (where "a string" says too little)
+_ITEM_MEANINGS: dict[str, str] = {
+    role: 'a model reference (a role, a named model or "provider:model")'
+    for role in ("default", "chat", "planner", "solver", "repair", "judge")
+}
 
 #: what one of a fixed set of values is, by key, when a did-you-mean names the one meant
 _NOUNS = {"kind": "a provider kind"}
@@ -381,20 +389,19 @@ _BARE = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def _written(text: str, raw: tuple[str | int, ...]) -> str:
-    """The key at ``raw`` as the file writes it: ``[providers.x] timeout`` (the table header it
-    is under, then the key), ``[mcp.s]`` for a table, ``models`` for a key of the top level,
-    ``[tools] modules (item 2)`` for an item of an array."""
+    """The key at ``raw`` in the table form, whichever of TOML's spellings the file uses (a
+    header, a dotted key, an inline table): ``[providers.x] timeout`` (its table, then the key)
+    also for ``providers = { x = { timeout = … } }``, ``[mcp.s]`` for a table under its own
+    header, ``models`` for a key of the top level, ``[tools] modules (item 2)`` for an item of
+    an array (docs/decisions.md "A flow.toml key has one name")."""
     names = tuple(str(p) for p in raw if isinstance(p, str))
     items = "".join(f" (item {p + 1})" for p in raw if isinstance(p, int))
-    _, _, table = _place(text, names)
-    if table is None:  # a table header, or nothing found
-        if _place(text, names)[0] and names:
-            return f"[{'.'.join(_bare(n) for n in names)}]{items}"
-        table = names[:-1]
-    rest = ".".join(_bare(n) for n in names[len(table) :])
-    if not table:
-        return f"{rest}{items}"
-    return f"[{'.'.join(_bare(n) for n in table)}] {rest}{items}"
+    line, _, table = _place(text, names)
+    if table is None and line and names:  # a table under its own header
+        return f"[{'.'.join(_bare(n) for n in names)}]{items}"
+    if len(names) < 2:
+        return f"{'.'.join(_bare(n) for n in names)}{items}"
+    return f"[{'.'.join(_bare(n) for n in names[:-1])}] {_bare(names[-1])}{items}"
 
 
 def _field_at(
@@ -550,8 +557,23 @@ def _place(text: str, loc: tuple[str, ...]) -> tuple[int, int, tuple[str, ...] |
     if candidates:
         common, index, col, table = max(candidates, key=lambda c: (c[0], -c[1]))
         if common > best_len:
-            return index, col, table
+            return index, _inline_column(lines[index - 1], col, loc[common:]), table
     return (best_line, best_col, None) if best_line else (0, 0, None)
+
+
+def _inline_column(line: str, col: int, inner: tuple[str, ...]) -> int:
+    """The column of the key ``inner`` (the keys left after the one starting at ``col``) inside
+    the inline table of ``line`` — ``timeout`` of ``p = { kind = "openai", timeout = "x" }`` —,
+    each found after the one before, as deep as they are found (an item's position is no key:
+    the array's key is the place); ``col`` when none is (best effort)."""
+    at = col - 1
+    for key in inner:
+        found = re.compile(rf"(?<![\w\"'-])(?:{re.escape(key)}|\"{re.escape(key)}\")\s*=")
+        match = found.search(line, at)
+        if match is None:
+            break
+        at = match.start()
+    return at + 1
 
 
 def _parts(dotted: str) -> tuple[str, ...]:

@@ -348,3 +348,29 @@ def test_a_resume_of_a_run_another_version_recorded_ends_at_once(
     assert "flowc cancel s" in done.stderr
     listed = _invoke(tmp_path, ["runs", "--json"])
     assert {r["run_id"]: r["status"] for r in json.loads(listed.stdout)}["s"] == "stopped"
+
+
+def test_a_resume_of_a_run_with_no_recorded_version_says_so_in_the_users_terms(
+    clean: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's row with no version (NULL: written by an older agentflow, or edited) is one no
+    process takes up either: `flowc resume` says the run has no recorded version and how to go
+    on, never "agentflow None"."""
+    shutil.copytree(clean, tmp_path, dirs_exist_ok=True)
+    with sqlite3.connect(tmp_path / ".flowc" / "durable.sqlite") as conn:
+        conn.execute("update workflow_status set application_version = NULL "
+                     "where workflow_uuid like 's%'")  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    try:
+        done = _bounded(tmp_path, ["resume", "s"])
+        assert done is not None, "flowc resume of a run with no version did not end"
+    finally:
+        shutdown()
+    assert done.exception is None or isinstance(done.exception, SystemExit), done.output
+    assert done.exit_code == 1, done.output
+    assert "None" not in done.stderr and "Traceback" not in done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(
+        "error: run s cannot be resumed: its row records no agentflow version"
+    ), line
+    assert "flowc cancel s" in line and "flowc redrive s" in line

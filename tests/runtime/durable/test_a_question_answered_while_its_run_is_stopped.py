@@ -98,3 +98,24 @@ def test_a_question_answered_while_its_run_is_stopped_is_shown_answered_and_not_
     assert re.fullmatch(
         r'✓ decide › ask  release\.flow:7:3  \d+\.\d\ds · answered "ship" \(reused\)', line
     ), line
+
+
+def test_reuse_of_a_stopped_run_takes_the_answer_given_while_it_was_stopped(stopped):
+    """``flowc run --reuse r1`` straight after ``flowc answer`` (r1 never resumed): the answer
+    is only r1's claim, no recorded operation yet; the reusing run takes it all the same."""
+    # a question asked again would wait 3s, then take its default "hold", not hang the test
+    (stopped / "flow.toml").write_text('[durable]\nask_timeout = "3s"\n')
+    answered = _cli("answer", "r1", "E1", "ship")
+    assert answered.exit_code == 0, answered.output
+
+    again = _cli("run", "--reuse", "r1", "--run-id", "r2", "release.flow")
+    assert again.exit_code == 0, again.output
+    assert "answer with" not in again.stderr and "? [" not in again.stderr
+    assert again.stdout == '"ship"\n'
+    (line,) = [line for line in again.stderr.splitlines() if line.startswith("✓ decide › ask")]
+    assert line.endswith('answered "ship" (reused)'), line
+
+    # r1 itself still takes its answer when resumed, as it would have without the reuse
+    resumed = _cli("resume", "r1")
+    assert resumed.exit_code == 0, resumed.output
+    assert resumed.stdout == '"ship"\n'

@@ -277,6 +277,15 @@ def test_a_question_answered_while_no_process_runs_the_run_is_taken_on_resume(
         assert second.returncode == 1
         assert 'was already answered ("yes")' in second.stderr.decode(), second.stderr.decode()
         assert _answers_signalled(project, "ask-1") == 1  # the second was refused unsent
+        # --reuse takes the answer not taken yet, as it takes a recorded one: nobody is asked
+        # (DBOS: test_a_question_answered_while_its_run_is_stopped.py), E0 is not run again
+        again = _run(project, env, "run", "--reuse", "ask-1", "--run-id", "ask-2", "ask.yaml")
+        assert again.returncode == 0, again.stderr.decode()[-2000:]
+        assert json.loads(again.stdout) == {"shipped": "yes", "e0": 2}
+        assert "answer with" not in again.stderr.decode()
+        (line,) = [x for x in again.stderr.decode().splitlines() if x.startswith("✓ E1")]
+        assert 'answered "yes"' in line and "(reused)" in line, line
+        assert _notes(project) == ["start 1", "end 1"]
     resumed = _run(project, env, "resume", "ask-1")
     assert resumed.returncode == 0, resumed.stderr.decode()[-2000:]
     assert json.loads(resumed.stdout) == {"shipped": "yes", "e0": 2}

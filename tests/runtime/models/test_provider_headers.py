@@ -101,7 +101,8 @@ def test_headers_overriding_framing_or_the_key_are_refused_at_their_line(
     with pytest.raises(ConfigError) as info:
         _config(tmp_path, provider, {})
     line = 3 + provider.count("\n")  # the `headers` line
-    assert f"flow.toml:{line}:1: [providers.gw] {expected}" in str(info.value)
+    column = provider.splitlines()[-1].index("{ ") + 3  # the header's own key in its table
+    assert f"flow.toml:{line}:{column}: [providers.gw] {expected}" in str(info.value)
 
 
 def test_an_auth_header_is_allowed_when_the_provider_has_no_key(tmp_path):

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agentflow.core.vocabulary import Code
@@ -39,6 +39,7 @@ from agentflow.runtime.durable.answers import (
     claims,
     claims_table,
     end_claim_in,
+    question_key,
 )
 from agentflow.runtime.durable.dbos_launch import (
     ON_SHUTDOWN,
@@ -52,6 +53,7 @@ from agentflow.runtime.durable.dbos_launch import (
     launch,
     launched,
     lazy_labels,
+    published,
     query_item_page,
     query_items,
     recorded_input,
@@ -80,6 +82,7 @@ from agentflow.runtime.durable.records import (
     check_readable,
     check_record,
     lost_secret,
+    question_digest,
     record_problem,
 )
 from agentflow.runtime.durable.spec import context_from_spec, run_root, trace_of
@@ -547,6 +550,14 @@ def never_taken_up(w: Any) -> str | None:
     if w.status == "ENQUEUED" or executor.startswith("worker:"):
         return None  # a fleet's: its workers take it (liveness.py recovers a dead one's)
     recorded = getattr(w, "app_version", None)
+    if not recorded:  # NULL or empty: a row an older agentflow wrote, or one edited
+        return (
+            "its row records no agentflow version (an older agentflow wrote it, or it was "
+            "edited), and a durable run is taken up only by the version that started it, so "
+            f"no process of agentflow {GlobalParams.app_version} takes it up. To go on, end it "
+            f"with `flowc cancel {w.workflow_id}`, then `flowc redrive {w.workflow_id}` runs "
+            "it again, taking every step it finished"
+        )
     if recorded != GlobalParams.app_version:
         return (
             f"it was recorded by agentflow {recorded}, and this is agentflow "
@@ -1053,4 +1064,33 @@ async def reuse_table(run_id: str, *, asks: bool = True) -> dict[str, tuple[str,
                 table.setdefault(step["function_name"], (out["d"], out["v"]))
     if not asks:
         table = {k: v for k, v in table.items() if "/ask#" not in k and not k.startswith("ask#")}
+        return table
+    for name, entry in (await answered_while_stopped(ids, table)).items():
+        table.setdefault(name, entry)
     return table
+
+
+async def answered_while_stopped(
+    ids: list[str], recorded: Mapping[str, Any]
+) -> dict[str, tuple[str, Any]]:
+    """``{operation name: (question digest, answer)}`` of the questions of the units ``ids``
+    that an answer closed (``flowc answer`` while the run was stopped: its claim, answers.py)
+    but that no unit took yet: no operation of ``recorded`` holds them, yet ``--reuse`` takes
+    them as it takes an answer the run recorded.  The digest is the published question's
+    text, choices and schema (records.question_digest, as :meth:`DurableEffects.ask`)."""
+    found: dict[str, tuple[str, Any]] = {}
+    closed = await claims(ids)
+    for wfid in ids:
+        keys = {k for (w, k), c in closed.items() if w == wfid and c.kind == "answer"}
+        if not keys - set(recorded):
+            continue
+        for event, value in (await published(wfid)).items():
+            if not str(event).startswith("question:") or not isinstance(value, dict):
+                continue
+            key = question_key(value)
+            if key in keys and key not in recorded:
+                asked = question_digest(
+                    value.get("question"), value.get("choices"), value.get("schema")
+                )
+                found[key] = (asked, closed[(wfid, key)].value)
+    return found

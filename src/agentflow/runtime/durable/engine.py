@@ -47,7 +47,6 @@ import contextlib
 import contextvars
 import dataclasses
 import hashlib
-import json
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -61,7 +60,7 @@ from agentflow.errors import RunError, Stopped
 from agentflow.ir.models import Step as StepModel
 from agentflow.ir.templates import template_refs
 from agentflow.runtime.control import run_pool
-from agentflow.runtime.durable.records import lost_secret
+from agentflow.runtime.durable.records import digest, lost_secret, question_digest
 from agentflow.runtime.effects import Effects, UnitSpec, call_tool_cleaned
 from agentflow.runtime.events import EventBus
 from agentflow.runtime.executor import CONTROL, Executor, Frame
@@ -208,12 +207,6 @@ _BATCH_UNIT: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 
 # ---------------------------------------------------------------------------------------------
 # Digests, idempotency, scope
-
-
-def digest(*parts: Any) -> str:
-    """A short stable digest of JSON-able ``parts`` (a step's rendered input)."""
-    text = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=repr)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
 def tool_idempotent(tool: Tool) -> bool:
@@ -663,7 +656,7 @@ class DurableEffects(Effects):
         ``answered`` when an answer was accepted for it already (``flowc answer`` while the run
         was stopped: the engine's claim), else None (the question is published and waits)."""
         name = self._peek_name(f"{request.step_path}/ask")
-        key = digest("ask", [request.question, request.choices, request.schema])
+        key = question_digest(request.question, request.choices, request.schema)
         hit = self.reuse.get(name)
         if hit is not None and hit[0] == key:
             return "reused"
@@ -683,7 +676,7 @@ class DurableEffects(Effects):
         path = request.step_path
         timeout = request.timeout if request.timeout is not None else self.ask_timeout
         name = self._name(f"{path}/ask")
-        key = digest("ask", [request.question, request.choices, request.schema])
+        key = question_digest(request.question, request.choices, request.schema)
         hit = self.reuse.get(name)
         if hit is not None and hit[0] == key:
             return await self._step(name, key, _no_answer, path=path)

@@ -41,6 +41,7 @@ import builtins
 import contextlib
 import dataclasses
 import functools
+import hashlib
 import json
 import math
 import os
@@ -61,9 +62,11 @@ __all__ = [
     "UnreadableRun",
     "check_readable",
     "decode",
+    "digest",
     "root_problem",
     "record_problem",
     "check_record",
+    "question_digest",
     "question_problem",
     "message_problem",
     "unit_problem",
@@ -337,6 +340,20 @@ def _marked(plain: Any) -> Any:
     if len(plain) == 1 and isinstance(inner, dict) and "d" in inner and "v" in inner:
         return {"v": {**inner, REDACTED: True}}
     return plain
+
+
+def digest(*parts: Any) -> str:
+    """A short stable digest of JSON-able ``parts`` (a step's rendered input): the ``d`` of an
+    operation's record, which ``--reuse`` and ``redrive`` compare."""
+    text = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=repr)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+def question_digest(question: Any, choices: Any, schema: Any) -> str:
+    """The digest of a question (its text, choices and schema): what its answer's record
+    holds, so ``--reuse`` takes an answer to the same question only — the one a run recorded,
+    or one given while it was stopped (the published question's, engine.py ``ask``)."""
+    return digest("ask", [question, choices, schema])
 
 
 def lost_secret(record: Any) -> bool:

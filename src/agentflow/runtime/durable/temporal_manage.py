@@ -24,7 +24,7 @@ from agentflow.errors import Cancelled, InputError
 from agentflow.runtime.durable import temporal_client as tc
 from agentflow.runtime.durable import temporal_show as ts
 from agentflow.runtime.durable.answers import UNANSWERED, Claim, checked_answer, closed_message
-from agentflow.runtime.durable.records import lost_secret
+from agentflow.runtime.durable.records import lost_secret, question_digest
 from agentflow.runtime.durable.run_info import (
     RunInfo,
     count_inference,
@@ -200,7 +200,8 @@ async def _operations(
 
 async def reuse_table(url: str, run_id: str, *, asks: bool = True) -> dict[str, tuple[str, Any]]:
     """``{operation name: (input digest, value)}`` of every operation run ``run_id`` finished
-    without error (runs.reuse_table on Temporal)."""
+    without error, and (``asks``) every answer it was given and has not taken yet
+    (runs.reuse_table on Temporal)."""
     client = await tc.client_for(url)
     family = await _family(client, run_id)
     if not any(w.id == run_id for w in family):
@@ -217,6 +218,12 @@ async def reuse_table(url: str, run_id: str, *, asks: bool = True) -> dict[str, 
                     table.setdefault(op["name"], (inner["d"], inner["v"]))
     if not asks:
         table = {k: v for k, v in table.items() if "/ask#" not in k and not k.startswith("ask#")}
+        return table
+    # an answer signalled while no worker ran the run, not taken yet: no operation holds it,
+    # its unit's history does (dbos_engine.answered_while_stopped on DBOS)
+    for q in (await _open_questions(client, run_id, family))[1]:
+        if q.closed == "answer" and q.key:
+            table.setdefault(q.key, (question_digest(q.question, q.choices, q.schema), q.answer))
     return table
 
 
