@@ -724,9 +724,8 @@ class Builder:
         )
 
     def parallel_expr(self, c: _Kids) -> ast.ParallelExpr:
-        obj = c[-1]
-        limit = c[2] if len(c) == 4 else None
-        return ast.ParallelExpr(_cover(c[0], obj), list(obj.entries), limit, keyword_span=c[0].span)
+        limit = c[2] if len(c) == 6 else None
+        return ast.ParallelExpr(_cover(c[0], c[-1]), list(c[-2]), limit, keyword_span=c[0].span)
 
     def catch_expr(self, c: _Kids) -> ast.CatchExpr:
         guarded, kw, codes, var, body = c
@@ -1123,6 +1122,16 @@ class Builder:
 
     def entries_next(self, c: _Kids) -> _Acc:
         return _sep_next(c, "object entries")
+
+    # a `parallel` block's branches are collected as entries, told as branches
+    branches_empty = fields_empty
+    branches_first = fields_first
+
+    def branches_next(self, c: _Kids) -> _Acc:
+        return _sep_next(c, "branches")
+
+    def branches_comma(self, c: _Kids) -> _Acc:
+        return _comma_list(c, "a branch", "branches")
 
     def entry(self, c: _Kids) -> ast.ObjectEntry:
         k = c[0]
