@@ -106,18 +106,19 @@ def fn_error(
     tok: Any, expected: set[str], sc: Scanner, values: list[Any] | None
 ) -> tuple[str, Span, str] | None:
     """``(message, span, hint)`` for a ``fn`` declaration the parser stopped in at ``tok``
-    (expecting the terminals ``expected``; ``values`` the driver's value stack), or None when
-    the mistake is not one of a function's own."""
+    (expecting the terminals ``expected``; ``values`` the driver's value stack) — or for an
+    ``extern tool`` parameter without its type — or None when the mistake is not one of a
+    function's own."""
     if not isinstance(tok, Tok):
         return None
     vals = values or []
     at = _fn_head(values)
     if at is None:
-        head = _tool_head(vals)
-        untyped = _untyped_param(tok, expected, vals, head[1]) if head is not None else None
-        if head is None or untyped is None:
+        declared = _tool_head(vals)
+        untyped = None if declared is None else _untyped_param(tok, expected, vals, declared[1])
+        if declared is None or untyped is None:
             return None
-        tool = head[0]
+        tool = declared[0]
         # `extern tool t(x) -> int`: as a function's, a tool's parameters are typed
         param, typed = untyped
         return (
