@@ -92,3 +92,61 @@ def test_the_error_spans_the_brace_of_the_block() -> None:
     _, diags = parse_module(text, "f.flow")
     span = diags[0].span
     assert text[span.start : span.end] == "{"
+
+
+_TOOL_TYPED = (
+    "(or `text`, `bool`, a named type, `json` …): a tool's parameters are typed, and each "
+    "call's arguments are checked against them; `flowc tools --extern` prints the declaration "
+    "typed from the tool's own schema"
+)
+
+TOOL_CASES = [
+    ("extern tool t(x) -> int", "parameter `x` of tool `t` has no type", 15, "x: int"),
+    ("extern tool t(x, y: int) -> int", "parameter `x` of tool `t` has no type", 15, "x: int"),
+    (
+        "extern tool t(n: int, label) -> text",
+        "parameter `label` of tool `t` has no type",
+        23,
+        "label: int",
+    ),
+    (
+        "extern tool t(n: int, limit?) -> text",
+        "parameter `limit` of tool `t` has no type",
+        23,
+        "limit?: int",
+    ),
+    (
+        'extern tool "github.search" as search(query) -> json',
+        "parameter `query` of tool `search` has no type",
+        39,
+        "query: int",
+    ),
+]
+
+
+@pytest.mark.parametrize(("line", "message", "column", "typed"), TOOL_CASES)
+def test_an_extern_tool_parameter_without_a_type_is_told_at_the_parameter_with_its_fix(
+    line: str, message: str, column: int, typed: str
+) -> None:
+    # the one slip a tool declaration shares with a function's (it was "expected `:`")
+    text = f"{line}\nstage s -> int {{ return 1 }}\n"
+    _, diags = parse_module(text, "t.flow")
+    assert [(d.code, d.message, d.span.line, d.span.column) for d in diags] == [
+        ("syntax-error", message, 1, column)
+    ]
+    name = message.split("`")[1]
+    assert text[diags[0].span.start : diags[0].span.end] == name
+    assert diags[0].hint == f"write its type after a colon, `{typed}` {_TOOL_TYPED}"
+    assert_same_as_lalr(text, "t.flow")
+
+
+@pytest.mark.parametrize(
+    "line", ["fn f(x: {a, b: int}) -> int = 1", "extern tool t(x: {a, b: int}) -> int"]
+)
+def test_a_field_without_a_type_in_a_parameters_object_type_is_not_called_a_parameter(
+    line: str,
+) -> None:
+    _, diags = parse_module(f"{line}\n", "t.flow")
+    assert [(d.message, d.span.column) for d in diags] == [
+        ("expected `:`, found `,`", 1 + line.index(", b"))
+    ]

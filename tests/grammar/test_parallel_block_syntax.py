@@ -71,7 +71,14 @@ def test_the_fast_path_builds_the_same_ast_as_the_lalr_path():
 def test_two_branches_on_one_line_without_a_comma_are_a_syntax_error():
     bad = SOURCE.replace("x: 1, y:", "x: 1 y:")
     _, diags = parse_module(bad, "f.flow")
-    assert [d.code for d in diags] == ["syntax-error"]
+    assert [(d.code, d.message) for d in diags] == [
+        ("syntax-error", "expected `,` or a line break between branches")
+    ]
+    assert parse_module_lalr(bad, "f.flow")[1] == diags
+    # an object literal in a branch still speaks of its entries
+    inner = SOURCE.replace("y: [1, 2]", "y: {p: 1 q: 2}")
+    _, diags = parse_module(inner, "f.flow")
+    assert [d.message for d in diags] == ["expected `,` or a line break between object entries"]
 
 
 def test_the_reported_program_now_parses():

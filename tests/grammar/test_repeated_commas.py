@@ -37,7 +37,10 @@ STAGE_CASES = [
     ("let a = g(1,,2)", 15, "an argument", "arguments"),
     ("let a = t(x: 1,, )", 18, "an argument", "arguments"),
     ("let a = {a: 1,, b: 2}", 17, "an entry", "entries"),
-    ("let a = parallel { a: t(x: 1),, b: t(x: 2) }", 33, "an entry", "entries"),
+    ("let a = parallel { a: t(x: 1),, b: t(x: 2) }", 33, "a branch", "branches"),
+    ("let a = parallel { ,a: t(x: 1) }", 22, "a branch", "branches"),
+    ("let a = parallel limit 2 { a: t(x: 1),, b: t(x: 2) }", 41, "a branch", "branches"),
+    ("let a = parallel { a: t(x: 1), b: {c: 1,, d: 2} }", 43, "an entry", "entries"),
     ('let a = match input.x { 1 => "a",, _ => "b" }', 36, "an arm", "arms of a `match`"),
     (
         "let a = t(x: 1) catch on [tool_error,, timeout] { 0 }",

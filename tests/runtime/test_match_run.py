@@ -5,6 +5,8 @@ arm fails with the registered code `no_match`, naming the value and the `match`.
 
 from __future__ import annotations
 
+import json
+
 from agentflow import api
 from agentflow.core.vocabulary import ERROR_CODES
 
@@ -127,3 +129,21 @@ def test_a_match_statement_runs_the_effect_of_its_chosen_arm_only(tmp_path):
     assert not (tmp_path / "out.txt").exists()
     assert api.run_sync(plan, {"k": "a"}, workspace=tmp_path).output == "done"
     assert (tmp_path / "out.txt").read_text(encoding="utf-8") == "A"
+
+
+def test_the_decide_of_an_effectful_match_is_named_match_in_its_events(tmp_path):
+    (tmp_path / "notes.txt").write_text("hello notes", encoding="utf-8")
+    trace = tmp_path / "trace.jsonl"
+    plan = api.plan_from_data(api.compile_source(FLOW, "m.flow").plan, "m.flow")
+    result = api.run_sync(
+        plan, {"severity": "high", "d": "60s", "n": None}, workspace=tmp_path, trace=trace
+    )
+    assert result.status == "ok", result.error
+    events = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
+    labels = [
+        e["data"].get("label")
+        for e in events
+        if e["kind"] == "step_started" and e["data"].get("fold")
+    ]
+    # the step is the `match` the user wrote, not an `if` it is compiled like
+    assert "main › body = match" in labels and not any(str(x).endswith("› if") for x in labels)

@@ -59,7 +59,14 @@ from agentflow.core.spans import Span
 from agentflow.core.vocabulary import ERROR_CODES
 from agentflow.grammar import ast
 
-__all__ = ["AgentCall", "check_tests", "agent_calls", "test_scope_names"]
+__all__ = [
+    "AgentCall",
+    "check_tests",
+    "agent_calls",
+    "is_step",
+    "named_steps",
+    "test_scope_names",
+]
 
 #: names an ``expect`` sees besides the stages and ``input``
 TEST_NAMES = ("output", "inferences", "calls", "sleeps")
@@ -873,6 +880,12 @@ _STEP_EXPRS = (
     ast.ReduceExpr,
     ast.VerifyExpr,
 )
+
+
+def is_step(value: ast.Expr) -> bool:
+    """Whether ``let N = value`` compiles to one step of its own, which ``stub step N`` can
+    replace (a ``parallel`` block is one when every branch runs: see :func:`effectful`)."""
+    return isinstance(value, _STEP_EXPRS)
 
 
 def _asks_hint(asks: list[str]) -> str:

@@ -232,6 +232,9 @@ class LoweringShared:
     uses: dict[str, ast.UseDecl]
     #: the `.flow` source being lowered (None when not given): expressions kept as written
     source_text: str | None
+    #: the subject of a `match`, as written, by the name its arms left read it through
+    #: (`match_subject_N`: compiler/lower_match.py), for the graph's titles
+    match_subjects: dict[str, str]
 
     def snapshot(self, ctx: Ctx) -> tuple[list[str], dict[str, Any], int]:
         raise NotImplementedError

@@ -24,6 +24,7 @@ from agentflow.compiler.lower_expressions import (
 )
 from agentflow.compiler.lower_written import span_text
 from agentflow.grammar import ast
+from agentflow.grammar.written import expr_text
 
 
 def _effectful(e: ast.Expr) -> bool:
@@ -59,6 +60,7 @@ class MatchLowering(LoweringShared):
             # to it (passed in the `env` of their sub-plan when their `decide` is outlined)
             name = f"match_subject_{e.span.start}"
             rest_subject = ast.Name(e.subject.span, name)
+            self.match_subjects[name] = self._subject_as_written(e)
             rest_ctx = Ctx(ctx.plan, ctx.target, ctx.stage, parent=ctx, bindings={name: subject})
         first = e.arms[0]
         test = join_frags(
@@ -69,31 +71,50 @@ class MatchLowering(LoweringShared):
         inp["then"] = self.body_step(
             [ast.ExprStmt(first.value.span, first.value)], first.value.span, ctx, {}, "match arm"
         )
-        rest = ast.MatchExpr(e.arms[1].span.to(e.span), rest_subject, e.arms[1:], e.keyword_span)
-        inp["else"] = self.body_step(
-            [ast.ExprStmt(rest.span, rest)], rest.span, rest_ctx, {}, "match arm"
-        )
+        written = {"subject": self._subject_as_written(e), "then": self._arm_as_written(first)}
+        if len(e.arms) == 2:
+            # the last arm: its value, as the effectful path gives a one-arm `match` (checked to
+            # cover the rest), not a `match` of a name the compiler made up
+            last = e.arms[1]
+            inp["else"] = self.body_step(
+                [ast.ExprStmt(last.value.span, last.value)], last.value.span, ctx, {}, "match arm"
+            )
+            written["else"] = self._arm_as_written(last)
+        else:
+            rest = ast.MatchExpr(
+                e.arms[1].span.to(e.span), rest_subject, e.arms[1:], e.keyword_span
+            )
+            inp["else"] = self.body_step(
+                [ast.ExprStmt(rest.span, rest)], rest.span, rest_ctx, {}, "match arms"
+            )
         step = self.add_step(ctx, "decide", inp, e.span)
-        written = self._test_as_written(e, first)
-        if written is not None:
-            step["meta"]["when"] = written  # the graph's title: `k == "note"`, not the test
+        # the graph's words: `match agent(triage).kind`, its branches `"bug"` … (ir/graph.py)
+        step["meta"]["match"] = written
         _insert_before(step, "meta", "select", "{{ result.output }}")
         return Frag([StepRef(step)])
 
-    def _test_as_written(self, e: ast.MatchExpr, arm: ast.MatchArm) -> str | None:
-        """The test of ``arm`` in the `.flow`'s words: ``subject == p``, ``subject in [p, q]``
-        (``(a - b) == 1`` for a subject that is not a name or path); None without the source."""
+    def _subject_as_written(self, e: ast.MatchExpr) -> str:
+        """The subject as the `.flow` writes it, short: its text when it is pure, else with each
+        agent written ``agent(alias)`` (no block), as the graph names the agent's step."""
+        subject = e.subject
+        if isinstance(subject, ast.Name) and subject.name in self.match_subjects:
+            return self.match_subjects[subject.name]  # the arms left of a `match`
+        text = None
+        if not _effectful(subject):
+            text = span_text(self.source_text, subject, self.r.module.file)
+        if text is None or text.count("(") != text.count(")"):
+            # a parenthesized operand's span leaves its `(` out: `(x ?? y).a`
+            text = expr_text(subject)
+        return " ".join(text.split())
+
+    def _arm_as_written(self, arm: ast.MatchArm) -> str:
+        """An arm's patterns as written, ``"a" | "b"`` (``_`` for the wildcard arm)."""
+        if arm.wildcard_span is not None:
+            return "_"
         file = self.r.module.file
-        subject = span_text(self.source_text, e.subject, file)
-        patterns = [span_text(self.source_text, p, file) for p in arm.patterns]
-        if subject is None or not patterns or any(p is None for p in patterns):
-            return None
-        subject = " ".join(subject.split())
-        if not isinstance(e.subject, ast.Name | ast.Member):
-            subject = f"({subject})"
-        if len(patterns) == 1:
-            return f"{subject} == {patterns[0]}"
-        return f"{subject} in [{', '.join(str(p) for p in patterns)}]"
+        return " | ".join(
+            span_text(self.source_text, p, file) or expr_text(p) for p in arm.patterns
+        )
 
     def _subject(self, e: ast.MatchExpr, ctx: Ctx) -> Frag:
         subject = self.expr(e.subject, ctx)

@@ -111,6 +111,7 @@ class _Lowerer(
     def __init__(self, result: CheckResult, file: str, source: str | None = None):
         self.r = result
         self.source_text = source  # for the expressions kept as written (lower_written.py)
+        self.match_subjects: dict[str, str] = {}  # lower_match.py
         self.stage_reads: set[tuple[str | None, str]] = set()  # (reading stage, stage read)
         self.stage_values: dict[str, Any] = {}
         self.env = result.env

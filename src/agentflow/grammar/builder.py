@@ -161,9 +161,8 @@ class Builder(ItemBuilder, ExprBuilder):
         )
 
     def parallel_expr(self, c: _Kids) -> ast.ParallelExpr:
-        obj = c[-1]
-        limit = c[2] if len(c) == 4 else None
-        return ast.ParallelExpr(_cover(c[0], obj), list(obj.entries), limit, keyword_span=c[0].span)
+        limit = c[2] if len(c) == 6 else None
+        return ast.ParallelExpr(_cover(c[0], c[-1]), list(c[-2]), limit, keyword_span=c[0].span)
 
     def catch_expr(self, c: _Kids) -> ast.CatchExpr:
         guarded, kw, codes, var, body = c
@@ -421,3 +420,7 @@ class Builder(ItemBuilder, ExprBuilder):
     entries_empty = ItemBuilder.fields_empty
     entries_first = ItemBuilder.fields_first
     entries_comma = ItemBuilder.fields_comma
+    # a `parallel` block's branches are collected as entries, told as branches
+    # (branches_next / branches_comma: ExprBuilder)
+    branches_empty = ItemBuilder.fields_empty
+    branches_first = ItemBuilder.fields_first

@@ -263,6 +263,12 @@ class ExprBuilder:
     def entries_next(self, c: _Kids) -> _Acc:
         return _sep_next(c, "object entries")
 
+    def branches_next(self, c: _Kids) -> _Acc:
+        return _sep_next(c, "branches")
+
+    def branches_comma(self, c: _Kids) -> _Acc:
+        return _comma_list(c, "a branch", "branches")
+
     def entry(self, c: _Kids) -> ast.ObjectEntry:
         k = c[0]
         key = _string_value(k, "an object key") if k.type == "STRING" else k.value

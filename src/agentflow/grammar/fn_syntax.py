@@ -1,8 +1,10 @@
 """The syntax errors of a ``fn`` declaration (docs/reference/programs.md "User functions"),
 where the generic "expected …, found …" would not say what a function is: a body written as a
 block (``fn f(x: int) -> int { x + 1 }``), no result type (``fn f(x: int) = …``, ``fn f(x: int)
-{ … }``), a parameter without its type (``fn f(x) -> int = …``). Each gives the message, the
-span (the token the parser stopped at) and a hint with the fix in the user's own names."""
+{ … }``), a parameter without its type (``fn f(x) -> int = …``) — the one slip an ``extern
+tool`` declaration shares (``extern tool t(x) -> int``, docs/reference/tools.md). Each gives the
+message, the span (the parameter, or the token the parser stopped at) and a hint with the fix
+in the user's own names."""
 
 from __future__ import annotations
 
@@ -34,6 +36,51 @@ def _fn_head(values: list[Any] | None) -> int | None:
     return None
 
 
+#: the tokens of an ``extern tool`` declaration's head up to its ``(``, by form
+_TOOL_HEADS = (
+    ["EXTERN", "TOOL", "NAME", "LPAR"],
+    ["EXTERN", "TOOL", "STRING", "AS", "NAME", "LPAR"],
+)
+
+
+def _tool_head(values: list[Any]) -> tuple[Tok, int] | None:
+    """``(name, index of its "(")`` of the ``extern tool`` whose parameters the parser is in on
+    the driver's value stack ``values`` (``extern tool NAME (`` or ``extern tool "…" as NAME
+    (``), or None."""
+    for i in range(len(values) - 1, -1, -1):
+        v = values[i]
+        if isinstance(v, Tok) and v.type == "EXTERN":
+            kinds = [getattr(t, "type", None) for t in values[i : i + 6]]
+            for head in _TOOL_HEADS:
+                if kinds[: len(head)] == head:
+                    lpar = i + len(head) - 1
+                    name: Tok = values[lpar - 1]
+                    return name, lpar
+            return None
+    return None
+
+
+def _untyped_param(
+    tok: Any, expected: set[str], values: list[Any], lpar: int
+) -> tuple[Tok, str] | None:
+    """``(the parameter's name, what it is written as with a type)`` when the parser stopped at
+    the ``)`` or ``,`` right after a parameter's name (``x`` or ``x?``) waiting for ``:``, the
+    parameter one of the list opened at ``values[lpar]`` (not a field of an object type in it:
+    ``(x: {a, b: int})``)."""
+    if "COLON" not in expected or tok.type not in ("RPAR", "COMMA"):
+        return None
+    at = len(values) - 1
+    if at > lpar and getattr(values[at], "type", None) == "QMARK":
+        at -= 1
+    param = values[at]
+    # the first parameter right after `(`, or a later one after `params ,`
+    if at not in (lpar + 1, lpar + 3) or not (isinstance(param, Tok) and param.type == "NAME"):
+        return None
+    if at == lpar + 3 and getattr(values[lpar + 2], "type", None) != "COMMA":
+        return None
+    return param, f"{param.value}{'?' if at < len(values) - 1 else ''}: int"
+
+
 def _text(sc: Scanner, start: int, end: int) -> str:
     return sc.text[start - sc.ob : end - sc.ob]
 
@@ -59,12 +106,29 @@ def fn_error(
     tok: Any, expected: set[str], sc: Scanner, values: list[Any] | None
 ) -> tuple[str, Span, str] | None:
     """``(message, span, hint)`` for a ``fn`` declaration the parser stopped in at ``tok``
-    (expecting the terminals ``expected``; ``values`` the driver's value stack), or None when
-    the mistake is not one of a function's own."""
-    at = _fn_head(values)
-    if at is None or not isinstance(tok, Tok):
+    (expecting the terminals ``expected``; ``values`` the driver's value stack) — or for an
+    ``extern tool`` parameter without its type — or None when the mistake is not one of a
+    function's own."""
+    if not isinstance(tok, Tok):
         return None
     vals = values or []
+    at = _fn_head(values)
+    if at is None:
+        declared = _tool_head(vals)
+        untyped = None if declared is None else _untyped_param(tok, expected, vals, declared[1])
+        if declared is None or untyped is None:
+            return None
+        tool = declared[0]
+        # `extern tool t(x) -> int`: as a function's, a tool's parameters are typed
+        param, typed = untyped
+        return (
+            f"parameter `{param.value}` of tool `{tool.value}` has no type",
+            param.span,
+            f"write its type after a colon, `{typed}` (or `text`, `bool`, a named type, `json` "
+            "…): a tool's parameters are typed, and each call's arguments are checked against "
+            "them; `flowc tools --extern` prints the declaration typed from the tool's own "
+            "schema",
+        )
     fn, name = vals[at], vals[at + 1]
     head = _text(sc, fn.start, tok.start).rstrip()
     if tok.type == "LBRACE" and "EQUALS" in expected:
@@ -97,18 +161,14 @@ def fn_error(
             f"write `{head} -> T {rest}`, `T` the type of its value (`int`, `text`, `bool`, a "
             "named type …): a function's parameters and result are typed, as a tool's are",
         )
-    param = vals[-1]
-    if (
-        "COLON" in expected
-        and tok.type in ("RPAR", "COMMA")
-        and isinstance(param, Tok)
-        and param.type == "NAME"
-    ):
+    untyped = _untyped_param(tok, expected, vals, at + 2)
+    if untyped is not None:
         # `fn f(x) -> int = …`, `fn f(x, y: int)`: a parameter without its type
+        param, typed = untyped
         return (
             f"parameter `{param.value}` of function `{name.value}` has no type",
             param.span,
-            f"write its type after a colon, `{param.value}: int` (or `text`, `bool`, a named "
+            f"write its type after a colon, `{typed}` (or `text`, `bool`, a named "
             "type …): a function's parameters are typed, as a tool's are",
         )
     return None

@@ -232,7 +232,9 @@ def written_text(text: str) -> str:
 
 def expr_text(node: ast.Expr | None) -> str:
     """A compact source-like rendering of an expression (paths exactly as written; the
-    compiler's writings of durations as the user wrote them: runtime/written.py)."""
+    compiler's writings of durations as the user wrote them: runtime/written.py). An effect
+    is shown short: an agent as ``agent(alias)``, a tool call with its arguments, ``ask "…"``
+    (the graph's titles: compiler/lower_match.py)."""
     if node is None:
         return ""
     if isinstance(node, ast.Binary | ast.FuncCall):
@@ -278,6 +280,15 @@ def expr_text(node: ast.Expr | None) -> str:
     if isinstance(node, ast.CondExpr):
         then = _grouped(node.then, 1)  # the `then` arm is one operator chain
         return f"if {expr_text(node.cond)} then {then} else {expr_text(node.else_)}"
+    if isinstance(node, ast.AgentExpr):  # as the graph names its step: the block left out
+        return f"agent({expr_text(node.target)})"
+    if isinstance(node, ast.Call) and isinstance(node.callee, ast.Name):
+        args = ", ".join(f"{a.name}: {expr_text(a.value)}" for a in node.args)
+        return f"{node.callee.name}({args})"
+    if isinstance(node, ast.CallOptions):
+        return expr_text(node.call)
+    if isinstance(node, ast.AskExpr):
+        return f"ask {expr_text(node.question)}"
     if isinstance(node, ast.MatchExpr):
         arms = ", ".join(
             f"{' | '.join(expr_text(p) for p in arm.patterns) or '_'} => {expr_text(arm.value)}"

@@ -244,6 +244,16 @@ class _Scope:
         return in_source_terms(text, self.names, outer=self.outer)
 
 
+def _match_arms(meta: Any) -> dict[str, str] | None:
+    """``{"then": patterns, "else": patterns}`` of a ``decide`` compiled from a ``match``
+    (``meta.match``: its ``subject`` as written, the first arm's patterns, and the last arm's
+    when ``else`` is that arm; compiler/lower_match.py), or None for another ``decide``."""
+    match = meta.get("match") if isinstance(meta, dict) else None
+    if not isinstance(match, dict) or not isinstance(match.get("subject"), str):
+        return None
+    return {k: _short(v) for k, v in match.items() if k in ("then", "else") and isinstance(v, str)}
+
+
 def _tool_label(name: str) -> str:
     return name.removeprefix("builtin__")
 
@@ -483,6 +493,9 @@ class _Builder:
                 each = f"each {inner.names.get('item', 'item')}" if scope.compiled else "each item"
                 do = {"map": each, "try": "try"}.get(tool, "each")
                 edge_label = {"do": do}.get(label, label)
+                arms = _match_arms(step.meta) if tool == "decide" and scope.compiled else None
+                if arms is not None:  # the arm's patterns as written: `"bug"`, `"a" | "b"`, `_`
+                    edge_label = arms.get(label, edge_label)
                 if tool == "loop":
                     edge_label = "round 1"
                 self.edge(nid, bid, "branch" if tool == "decide" else "body", edge_label)
@@ -615,6 +628,9 @@ class _Builder:
             if inp.get("concurrency") is not None:
                 details.append(f"limit {x(inp['concurrency'])}")
             kind = "map"
+        elif tool == "decide" and scope.compiled and _match_arms(meta) is not None:
+            # a `match` with an effectful arm: its subject as written, the arms on the edges
+            title, kind = f"match {_short(str(meta['match']['subject']))}", "decide"
         elif tool == "decide":
             gate = inp.get("when") if "when" in inp else inp.get("infer")
             if "when" in inp and isinstance(meta.get("when"), str):
@@ -908,6 +924,8 @@ def _outcome_line(o: NodeOutcome | None) -> str | None:
 
 def _mermaid_text(text: str) -> str:
     out = text.replace("&", "#amp;").replace('"', "#quot;").replace("<", "#lt;")
+    # `|` ends an edge's label (`-->|"a" | "b"|`): a `match` arm's patterns are joined by it
+    out = out.replace("|", "#124;")
     return out.replace(">", "#gt;").replace("`", "#96;").replace("\n", " ")
 
 

@@ -61,8 +61,8 @@ def step_label(step: Step) -> str:
         target = step.input.get("agent") if isinstance(step.input, dict) else None
         name = meta.get("agent") or (target.get("name") if isinstance(target, dict) else None)
         return f"agent({name})" if name else "agent"
-    if tool == "decide":
-        return "if"
+    if tool == "decide":  # an `if`, or a `match` with an effectful arm (compiler/lower_match.py)
+        return "match" if isinstance(meta.get("match"), dict) else "if"
     if tool.startswith("plan__") or tool in _CONTROL_WORDS:
         return tool.removeprefix("plan__")
     return tool.removeprefix("builtin__") + "(…)"

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from agentflow.compiler import types as T
 from agentflow.compiler.api import check_file, check_source
+from agentflow.compiler.check_tests import is_step, named_steps
+from agentflow.compiler.lower_parallel import effectful
 from agentflow.core.functions import FUNCTIONS
 from agentflow.core.vocabulary import (
     AGENT_CLAUSES,
@@ -35,6 +37,8 @@ if TYPE_CHECKING:
 
 
 _WORD_TAIL = re.compile(r"[A-Za-z0-9_]*\Z")
+#: ``stub step r.`` ending the text before the cursor's word: the branches of ``r`` follow
+_STUB_BRANCH = re.compile(r"(?:^|\n)[ \t]*stub[ \t]+step[ \t]+([A-Za-z_][A-Za-z0-9_]*)\.\Z")
 
 
 #: keywords offered where a statement or an expression may start
@@ -61,8 +65,11 @@ def completions(a: Analysis, offset: int, text: str | None = None) -> list[Compl
     word = _WORD_TAIL.search(text, 0, offset)
     wstart = word.start() if word else offset
     before = text[:wstart]
-    # 1. fields after `.`
+    # 1. fields after `.` (in a test, `stub step r.`: the branches of `let r = parallel {…}`)
     if before.endswith(".") and not before.endswith(".."):
+        stubbed = _STUB_BRANCH.search(before)
+        if stubbed is not None:
+            return branch_completions(names_analysis(a, text, wstart), stubbed.group(1))
         return member_completions(a, text, wstart - 1, offset)
     try:
         toks = [t for t in lex(before) if t.type not in COMMENTS]
@@ -85,6 +92,8 @@ def completions(a: Analysis, offset: int, text: str | None = None) -> list[Compl
             ]
         if prev == "stub":
             return [Completion(k, "keyword") for k in STUB_KINDS]
+        if prev == "step" and len(code) >= 2 and code[-2].value == "stub":
+            return step_completions(names_analysis(a, text, wstart))
         failing = errors_help.stub_fail_codes(code)
         if failing is not None:  # `stub agent A fails |`: the codes it may fail with
             return [Completion(*c) for c in failing]
@@ -158,6 +167,55 @@ def completions(a: Analysis, offset: int, text: str | None = None) -> list[Compl
     return [Completion(*c) for c in catch] + expr_completions(
         names_analysis(a, text, wstart), wstart
     )
+
+
+def step_completions(a: Analysis) -> list[Completion]:
+    """After ``stub step`` (docs/reference/testing.md): the ``let``s of the stages that run as a
+    step of their own, each with its type and stage; a ``parallel`` block with a branch that
+    runs is offered too, its detail saying how its branches are stubbed."""
+    out: list[Completion] = []
+    seen: set[str] = set()
+    for step in named_steps(a.result.stages, a.result.expr_types):
+        value, name = step.value, step.name
+        if name is None or name in seen:
+            continue
+        doc = None
+        if isinstance(value, ast.ParallelExpr):
+            runs = [b.key for b in value.branches if effectful(b.value)]
+            if not runs:
+                continue
+            doc = (
+                f"a `parallel` block: `stub step {name}` stubs it whole, `stub step "
+                f"{name}.{runs[0]}` one branch"
+                if len(runs) == len(value.branches)
+                else f"a `parallel` block with a branch computed from other values: stub its "
+                f"branches that run one by one (`stub step {name}.{runs[0]}`)"
+            )
+        elif not is_step(value):
+            continue
+        seen.add(name)
+        out.append(
+            Completion(name, "variable", f"{T.type_str(step.type)} (stage {step.stage})", doc)
+        )
+    return out
+
+
+def branch_completions(a: Analysis, name: str) -> list[Completion]:
+    """After ``stub step NAME.`` (docs/reference/testing.md "Stubbing a parallel block"): the
+    branches of ``let NAME = parallel { … }`` that run as a step (a pure branch cannot be
+    stubbed), each with its type, in the order written."""
+    out: list[Completion] = []
+    seen: set[str] = set()
+    for step in named_steps(a.result.stages, a.result.expr_types):
+        if step.name != name or not isinstance(step.value, ast.ParallelExpr):
+            continue
+        for b in step.value.branches:
+            if b.key in seen or not effectful(b.value):
+                continue
+            seen.add(b.key)
+            detail = f"{T.type_str(a.result.type_of(b.value))} (branch of `{name}`)"
+            out.append(Completion(b.key, "field", detail))
+    return out
 
 
 def names_analysis(a: Analysis, text: str, offset: int) -> Analysis:

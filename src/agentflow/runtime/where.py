@@ -500,8 +500,8 @@ class Place:
         if tool == "exit":
             inp = self.step.input
             return "require" if isinstance(inp, dict) and inp.get("when") is not None else "fail"
-        if tool == "decide":
-            return "if"
+        if tool == "decide":  # an `if`, or a `match` with an effectful arm (meta.match)
+            return "match" if isinstance(self.step.meta.get("match"), dict) else "if"
         if self.outlined:
             return ""
         if isinstance(self.step.meta.get("kind"), str):  # the construct it is the work of
