@@ -652,3 +652,31 @@ def test_a_refusal_survives_record_and_replay(tmp_path):
     data = response_data(ChatResponse(text=None, refusal="no"))
     assert response_from(json.loads(json.dumps(data))).refusal == "no"
     assert "refusal" not in response_data(ChatResponse(text="hi"))  # old lines unchanged
+
+
+async def test_a_reply_of_too_many_tool_calls_runs_only_the_first_ones(
+    chat_server, scripted_router
+):
+    # a runaway reply (thousands of calls, write_file among them) does not run them all: the
+    # first MAX_CALLS_PER_ROUND run, each of the rest gets a tool_denied result saying why
+    from agentflow.runtime.agent import MAX_CALLS_PER_ROUND
+
+    count = MAX_CALLS_PER_ROUND + 36
+    chat_server.script(
+        [
+            tool_calls(*[("fast", {"n": i}, f"c{i}") for i in range(count)]),
+            answer({"answer": "done"}),
+        ]
+    )
+    rec = Recorder()
+    result = await run(scripted_router, rec)
+    assert result["final"] is True
+    assert [args["n"] for _, args, _ in rec.calls] == list(range(MAX_CALLS_PER_ROUND))
+    results = {m["tool_call_id"]: m["content"] for m in tool_messages(chat_server.requests[1])}
+    assert len(results) == count  # every call id still gets one result
+    denied = json.loads(results[f"c{count - 1}"])["error"]
+    assert denied["code"] == "tool_denied"
+    assert f"your reply made {count} tool calls" in denied["message"]
+    assert f"at most {MAX_CALLS_PER_ROUND}" in denied["message"]
+    (warning,) = [w for w in rec.kinds("warning") if "tool calls" in w["message"]]
+    assert warning["calls"] == count

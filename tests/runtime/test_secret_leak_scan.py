@@ -305,3 +305,44 @@ def test_azure_credentials_and_header_values_never_reach_an_output(
     assert value in chat_server.headers[0][header]
     found = {name: leaks(text) for name, text in outputs.items() if leaks(text)}
     assert found == {}, found
+
+
+#: A password and a key written into a provider's base_url (not registered by any other test).
+URL_PASSWORD = "pw-URLSCAN-4Jd8Qx2Mv7"
+URL_KEY = "qk-URLSCAN-9Tz1Hc6Wr3"
+
+
+@pytest.mark.parametrize("durable", [False, True], ids=["plain", "durable"])
+def test_a_password_in_base_url_reaches_no_output(tmp_path, durable):
+    # port 9 is closed: the error names the URL it could not reach, with its password and
+    # its credential-named query value shown as ***; nothing of either in any output
+    url = f"http://bob:{URL_PASSWORD}@127.0.0.1:9/v1?api-key={URL_KEY}"
+    config = _openai_config(url).replace("max_retries = 2", "max_retries = 0")
+    (tmp_path / "plan.yaml").write_text(PLAN % "null")
+    (tmp_path / "flow.toml").write_text(config)
+    trace = tmp_path / "trace.jsonl"
+    args = ["run", str(tmp_path / "plan.yaml"), "--config", str(tmp_path / "flow.toml")]
+    args += ["--workspace", str(tmp_path), "--json", "--trace", str(trace)]
+    args += ["--durable"] if durable else []
+    result = CliRunner().invoke(main, args, env={"LEAK_KEY": KEY})
+    assert result.exit_code == 1, result.output
+    outputs = {"stdout": result.stdout, "stderr": result.stderr, "trace": trace.read_text()}
+    if durable:
+        outputs["database"] = "".join(
+            p.read_bytes().decode("latin-1") for p in (tmp_path / ".flowc").glob("durable.sqlite*")
+        )
+    for name, written in outputs.items():
+        for secret in (URL_PASSWORD, URL_KEY):
+            assert secret[:MIN_RUN] not in written and secret[-MIN_RUN:] not in written, name
+    assert "http://bob:***@127.0.0.1:9/v1?api-key=***; the URL is from base_url" in result.stderr
+
+
+def test_safe_url_hides_a_urls_credentials_only():
+    from agentflow.core.redaction import safe_url, url_credentials
+
+    assert safe_url("http://u:p4ss@h:1/v1?api-key=k1&x=2") == "http://u:***@h:1/v1?api-key=***&x=2"
+    assert safe_url("https://h/v1?sig=abc&token=t#f") == "https://h/v1?sig=***&token=***#f"
+    assert safe_url("postgresql://u@h/db?password=x") == "postgresql://u@h/db?password=***"
+    assert safe_url("http://h/v1?monkey=1") == "http://h/v1?monkey=1"  # a name, not a key
+    assert url_credentials("http://tok123@h/") == ["tok123"]  # a lone user part is a token
+    assert url_credentials("http://h/v1") == []

@@ -251,6 +251,60 @@ def register_secrets(values: Iterable[object]) -> None:
         SECRETS.add(value)
 
 
+#: A URL query parameter whose value is a credential (``?api-key=…``, ``&token=…``,
+#: ``&password=…``, Azure's ``sig=``): its name, then its value.
+_CREDENTIAL_PARAM = re.compile(
+    r"(?i)([?&](?:[a-z0-9_.-]*?(?:api[-_]?key|token|secret|password|passwd|pwd)|key|sig|code)=)"
+    r"([^&#]*)"
+)
+
+
+def url_credentials(url: str) -> list[str]:
+    """The credentials written into ``url``: the password of its user part
+    (``http://user:PASSWORD@host``; the user name too when no password follows it, as a token
+    alone is often written so) and the values of credential-named query parameters
+    (:data:`_CREDENTIAL_PARAM`)."""
+    found: list[str] = []
+    if "://" not in url:
+        return found
+    rest = url.split("://", 1)[1]
+    cut = min((i for i in (rest.find("/"), rest.find("?"), rest.find("#")) if i >= 0), default=-1)
+    netloc, tail = (rest, "") if cut < 0 else (rest[:cut], rest[cut:])
+    if "@" in netloc:
+        creds = netloc.rsplit("@", 1)[0]
+        user, colon, password = creds.partition(":")
+        found.append(password if colon else user)
+    found += [m.group(2) for m in _CREDENTIAL_PARAM.finditer(tail)]
+    return [f for f in found if f]
+
+
+def register_url(url: str | None) -> None:
+    """Register the credentials written into ``url`` (:func:`url_credentials`) as secrets: a
+    ``base_url`` or endpoint with ``user:password@`` or ``?api-key=…`` never shows them in any
+    output (docs/reference/configuration.md "Secrets")."""
+    if url:
+        for value in url_credentials(url):
+            SECRETS.add(value)
+
+
+def safe_url(url: str) -> str:
+    """``url`` as it may be shown: the password of its user part is ``***``
+    (``http://user:***@host``), and so are credential-named query parameters' values
+    (``?api-key=***``); a URL with none is shown as given."""
+    if "://" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    cut = min((i for i in (rest.find("/"), rest.find("?"), rest.find("#")) if i >= 0), default=-1)
+    netloc, tail = (rest, "") if cut < 0 else (rest[:cut], rest[cut:])
+    if "@" in netloc:
+        creds, host = netloc.rsplit("@", 1)
+        if ":" in creds:
+            creds = f"{creds.split(':', 1)[0]}:{MASK}"
+        netloc = f"{creds}@{host}"
+    tail = _CREDENTIAL_PARAM.sub(lambda m: m.group(1) + MASK, tail)
+    return f"{scheme}://{netloc}{tail}"
+
+
 def register_environment(env: Mapping[str, str] | None = None) -> None:
     """Register the values of environment variables named like credentials (names ending in
     ``API_KEY``, ``_TOKEN``, ``_SECRET``, ``_ACCESS_KEY``, ``_PASSWORD``, ``_CREDENTIALS``) of

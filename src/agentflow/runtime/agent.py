@@ -76,6 +76,16 @@ round_call: contextvars.ContextVar[tuple[int, int]] = contextvars.ContextVar(
 )
 #: The tool result of a call whose reply was cut off by the output token limit
 #: (docs/spec/RUNTIME.md §10).
+#: The most tool calls of one model reply that run: the rest get a ``tool_denied`` result
+#: saying so (every call id still gets one), so a runaway reply of thousands of calls
+#: (``write_file`` among them) does not run them (docs/reference/agents.md "Tool calls").
+MAX_CALLS_PER_ROUND = 64
+
+TOO_MANY_CALLS = (
+    "not run: your reply made {count} tool calls and at most {limit} of one reply run; "
+    "send the ones you still need in your next reply"
+)
+
 TRUNCATED_CALL = (
     "your reply was cut off by the output token limit (truncated) while you were writing this "
     "call, so its arguments may be incomplete; the call was not run. Send it again with shorter "
@@ -307,6 +317,13 @@ def _truncate(text: str, cap: int) -> str:
     return text
 
 
+def _done(outcome: tuple[str, str, bool]) -> asyncio.Future[tuple[str, str, bool]]:
+    """A job of :func:`gather_tool_results` already finished with ``outcome``."""
+    future: asyncio.Future[tuple[str, str, bool]] = asyncio.get_running_loop().create_future()
+    future.set_result(outcome)
+    return future
+
+
 def _error_content(code: str, message: str) -> str:
     return _dumps({"error": {"code": code, "message": message}})
 
@@ -520,7 +537,21 @@ async def run_agent(
                     )
                 continue
             jobs = []
+            if len(calls) > MAX_CALLS_PER_ROUND:
+                await _emit(
+                    emit,
+                    "warning",
+                    step_path,
+                    message=f"the model's reply made {len(calls)} tool calls; the first "
+                    f"{MAX_CALLS_PER_ROUND} ran, the rest were refused",
+                    calls=len(calls),
+                    round=round_,
+                )
             for position, call in enumerate(calls):
+                if position >= MAX_CALLS_PER_ROUND:
+                    denied = TOO_MANY_CALLS.format(count=len(calls), limit=MAX_CALLS_PER_ROUND)
+                    jobs.append(_done((call.id, _error_content(Code.TOOL_DENIED, denied), True)))
+                    continue
                 note = None
                 runnable = call.name in allowed and call.name not in forbidden
                 if runnable:

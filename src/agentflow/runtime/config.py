@@ -45,7 +45,7 @@ from pydantic import (
 
 from agentflow.core.config_file import CONFIG_FILENAME as CONFIG_FILENAME  # the one rule
 from agentflow.core.config_file import find_config as find_config
-from agentflow.core.redaction import register_secret
+from agentflow.core.redaction import register_secret, register_url
 from agentflow.core.vocabulary import duration_ms
 from agentflow.errors import ConfigError
 from agentflow.runtime.config_errors import format_validation, key_location, strip_file
@@ -966,7 +966,13 @@ def _register_secrets(config: Config, env: Mapping[str, str]) -> None:
 
     for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         register_secret(env.get(name))
+    for variable, _ in _URL_ENV.values():  # a URL with a password or key in it
+        register_url(env.get(variable))
+    register_url(config.telemetry.endpoint)
+    for server in config.mcp.values():
+        register_url(server.url)
     for provider in config.providers.values():
+        register_url(provider.base_url)
         for secret in (provider.api_key_env, provider.entra_token_env):
             register_secret(env.get(secret) if secret else None)
         for value in header_secrets(provider, env):

@@ -17,6 +17,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from agentflow.core.redaction import safe_url as _safe_url
 from agentflow.errors import ConfigError, FlowError, InputError
 from agentflow.runtime.durable.dbos_launch import _state, database_url, launch
 from agentflow.runtime.durable.dbos_system import sqlite_path, with_synchronous
@@ -319,23 +320,9 @@ def _refuse_ambiguous_user_part(url: str) -> None:
 def safe_url(url: str) -> str:
     """``url`` as it may be shown: a password in its user part is ``***``
     (``postgresql://u:***@h/db``), as is a ``password=`` query parameter (libpq reads one
-    there too); a URL with no password is shown as given (``postgresql://u@h/db``)."""
-    if "://" not in url:
-        return url
-    scheme, rest = url.split("://", 1)
-    cut = min((i for i in (rest.find("/"), rest.find("?"), rest.find("#")) if i >= 0), default=-1)
-    netloc, tail = (rest, "") if cut < 0 else (rest[:cut], rest[cut:])
-    if "@" in netloc:
-        creds, host = netloc.rsplit("@", 1)
-        if ":" in creds:
-            creds = f"{creds.split(':', 1)[0]}:***"
-        netloc = f"{creds}@{host}"
-    tail = _PASSWORD_PARAM.sub(r"\1***", tail)
-    return f"{scheme}://{netloc}{tail}"
-
-
-#: a ``password=…`` parameter of a URL's query (libpq's connection parameters)
-_PASSWORD_PARAM = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)
+    there too) and any other credential-named one (core/redaction.safe_url); a URL with no
+    password is shown as given (``postgresql://u@h/db``)."""
+    return _safe_url(url)
 
 
 def process_executor(run_id: str) -> str:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentflow.core.redaction import redact as redact_secrets
-from agentflow.core.redaction import register_secret
+from agentflow.core.redaction import register_secret, register_url, safe_url
 from agentflow.errors import ModelError, ModelErrorKind
 from agentflow.runtime.config import api_key_problem
 from agentflow.runtime.models.base import ReplyShapeError, collect_bad_counts
@@ -478,9 +478,10 @@ def _looks_like_sse(text: str) -> bool:
 
 #: ``Bearer <token>`` and ``x-api-key: <token>`` / ``'x-api-key': '<token>'`` (Azure's
 #: ``api-key`` too) in any text
-#: (an exception's repr of a request header included).
+#: (an exception's repr of a request header included); a value ends at a `;` or `]` too (the
+#: punctuation of the message around it, `?api-key=…; the URL is from …`).
 _BEARER = re.compile(r"(?i)(bearer\s+)[^\s'\"]+")
-_API_KEY_HEADER = re.compile(r"(?i)((?:x-)?api-key['\"]?\s*[:=,]\s*b?['\"]?)[^\s'\"]+")
+_API_KEY_HEADER = re.compile(r"(?i)((?:x-)?api-key['\"]?\s*[:=,]\s*b?['\"]?)[^\s'\";\]]+")
 
 
 def redact(text: str, secret: str | None) -> str:
@@ -537,7 +538,8 @@ async def post_with_retries(
     attempt = 0
     import httpx  # here, not at module level: a run that calls no model never needs it
 
-    target = f"POST {url}" + (f"; the URL is from {url_from}" if url_from else "")
+    register_url(url)  # a password or key written into the URL is never shown
+    target = f"POST {safe_url(url)}" + (f"; the URL is from {url_from}" if url_from else "")
     while True:
         status: int | None = None
         retry_after: float | None = None
