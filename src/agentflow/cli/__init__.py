@@ -165,6 +165,7 @@ from agentflow.cli.common import (  # noqa: E402
     _telemetry_option,
     _trace_option,
     _workspace_option,
+    checked_model,
     error_text,
     given_files,
     given_input,
@@ -478,6 +479,7 @@ def _given_answers(ctx: Any, param: Any, given: tuple[str, ...]) -> dict[str, st
     "--model",
     "model",
     metavar="test[:SEED]",
+    callback=checked_model,
     help="Answer every agent with the built-in test model (values generated from each contract, "
     "no network, no key); test+tools also calls each offered tool once first.",
 )
@@ -927,6 +929,7 @@ def fmt_cmd(paths: tuple[str, ...], check_only: bool, as_diff: bool) -> None:
     "--model",
     "model",
     metavar="test[:SEED]",
+    callback=checked_model,
     help="Answer every agent of every call with the built-in test model (values generated from "
     "each contract, no network, no key); test+tools also calls each offered tool once first.",
 )
@@ -1002,6 +1005,7 @@ def lsp_cmd(stdio: bool) -> None:
     "--model",
     "model",
     metavar="test[:SEED]",
+    callback=checked_model,
     help="Answer with the built-in test model (a short made-up text; no network, no key); "
     "test+tools also calls each offered tool once first.",
 )

@@ -593,7 +593,7 @@ def _case_router(
     counts: dict[str, int],
 ) -> Any:
     if model is not None:
-        seed, call_tools = parse_model_option(model)
+        seed, call_tools = parse_model_option(model, "model")
         # each repetition its own seed: repeated runs vary as a real model's do
         return test_router(config, seed + repeat, call_tools=call_tools)
     if replay is not None:
