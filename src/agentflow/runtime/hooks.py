@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agentflow.core.redaction import redact_data
-from agentflow.core.text import choices_text, value_text, visible
 from agentflow.core.schema_types import flow_type_of_schema
+from agentflow.core.text import choices_text, value_text, visible
 from agentflow.core.vocabulary import Code
 from agentflow.errors import InputError, RunAborted, RunError
 from agentflow.ir.schemas import validation_errors
