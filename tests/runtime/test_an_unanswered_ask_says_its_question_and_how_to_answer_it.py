@@ -86,3 +86,21 @@ def test_an_ask_bound_to_no_let_is_named_by_its_step_path_and_a_plans_by_its_fie
     assert said.startswith('question not answered: "Go?"; answer it with `--answer E3/do.0=VALUE`')
     plan = unanswered_message(_request("Go?", label=None), durable=False)
     assert plan.endswith("or give the step `when_unanswered: {default: VALUE}`"), plan
+
+
+def test_in_flowc_test_an_ask_no_stub_answers_says_the_stub_that_answers_it(tmp_path):
+    """A test's run has no `--answer` nor `flowc answer`: the failure names `stub ask`."""
+    from click.testing import CliRunner
+
+    from agentflow.cli import main
+
+    (tmp_path / "review.flow").write_text(
+        FLOW + 'test "shipped" {\n  input { text: "a" }\n  expect draft == true\n}\n'
+    )
+    done = CliRunner().invoke(main, ["test", str(tmp_path / "review.flow")])
+    assert done.exit_code == 1, done.output
+    assert (
+        'the test does not answer the question "Ship these notes?…": answer it with '
+        "`stub ask ship returns VALUE` in the test, or give the ask a default"
+    ) in done.output, done.output
+    assert "--answer" not in done.output
