@@ -71,3 +71,16 @@ def test_run_from_python_names_its_model_keyword(tmp_path):
     assert str(e.value).startswith('model="gpt": the only model that can be named here'), e.value
     with pytest.raises(ConfigError, match=r"^model=\"test:abc\": the test model's SEED must be"):
         run_sync(str(tmp_path / "f.flow"), model="test:abc")
+
+
+def test_evaluate_from_python_refuses_a_bad_model_as_a_config_error_before_any_case(tmp_path):
+    from agentflow import api
+    from agentflow.errors import ConfigError
+
+    (tmp_path / "f.flow").write_text(
+        'flow f "f"\ninput { n: int }\nstage s -> int { return input.n }\n'
+        'eval "e" {\n  dataset "cases.jsonl"\n  score same = output == expected\n}\n'
+    )
+    (tmp_path / "cases.jsonl").write_text('{"input": {"n": 1}, "expected": 1}\n')
+    with pytest.raises(ConfigError, match=r"^model=\"test:x\": the test model's SEED must be"):
+        api.evaluate(tmp_path / "f.flow", model="test:x", cache=None)
