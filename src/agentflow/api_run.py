@@ -70,6 +70,7 @@ __all__ = [
     "enable_watchdog",
     "jsonl_sink",
     "load_config",
+    "model_option_error",
     "parse_input",
     "plan_needs_model",
     "resume_run",
@@ -91,6 +92,18 @@ def build_catalog(config: Any = None, **kwargs: Any) -> Catalog:
     :class:`CompileError`; a library, with no stage, is left out).  ``kwargs`` as there (``plan``, ``entry_points``, ``plans``)."""
     kwargs.setdefault("load_plan", load_plan_or_library)
     return build_tool_catalog(config, **kwargs)
+
+
+def model_option_error(value: str, option: str = "--model") -> str | None:
+    """Why ``value`` of ``option`` (``--model``: the CLI's; ``model``: a Python keyword) names
+    no test model (``test``, ``test:SEED``, ``test+tools[:SEED]``), or None when it names one:
+    what :func:`run` raises as :class:`ConfigError` (docs/reference/cli.md "flowc run"), said
+    by the CLI as a usage error before anything runs."""
+    try:
+        parse_model_option(value, option)
+    except ValueError as e:
+        return str(e)
+    return None
 
 
 def parse_input(value: str | None) -> Any:
@@ -477,7 +490,7 @@ def _own_router(config: Config, plan: Plan, *, model: str | None, replay: Any, r
     configured or its key is missing."""
     if model is not None:
         try:
-            seed, call_tools = parse_model_option(model)
+            seed, call_tools = parse_model_option(model, "model")
         except ValueError as e:
             raise ConfigError(str(e)) from None
         return test_router(config, seed, call_tools=call_tools)

@@ -11,6 +11,8 @@
 - :func:`require_current`: refuse, before anything runs, a module generated from a version of
   its flow with another interface (types, fields, stages, names: ``FLOW_INTERFACE``; a
   comment or whitespace changed is no reason);
+- :func:`input_json`: the input given to a run function — its model, or a dict validated into
+  it — as the JSON the run takes;
 - :func:`typed_result`: a run's result with its output validated into the flow's output model;
 - :func:`stage_values`: each stage's value read from a result (the stage templates the compiler
   gives, rendered over the run's step results).
@@ -30,7 +32,7 @@ from agentflow.api import run
 from agentflow.compiler.api import check_source, read_source
 from agentflow.compiler.gen_python import current_interface, may_import, source_digest
 from agentflow.core.vocabulary import Code
-from agentflow.errors import ClientError
+from agentflow.errors import ClientError, InputError
 from agentflow.grammar.parser import parse_template
 from agentflow.runtime.expressions import render
 from agentflow.runtime.extract import validate
@@ -52,6 +54,7 @@ __all__ = [
     "run_flow",
     "run_flow_sync",
     "require_current",
+    "input_json",
     "typed_result",
     "stage_values",
 ]
@@ -179,6 +182,28 @@ def _digest_of(path: Path) -> str:
         return source_digest(read_source(path))
     except OSError:
         return ""
+
+
+def input_json(adapter: TypeAdapter[Any], value: Any, *, exclude_unset: bool = True) -> Any:
+    """The JSON of ``value``, a run function's input, validated by ``adapter`` (the module's
+    ``INPUT``): the input model, or a dict (any mapping) of the same fields, which is validated
+    into the model first, so it is checked as the model checks it (docs/reference/python-clients.md
+    "The run functions").  ``exclude_unset``: leave out the fields not given (the run's input
+    type gives their defaults).  Raises :class:`~agentflow.errors.InputError` naming each field
+    that does not fit (``tickets.0.title: field required``), before anything runs."""
+    try:
+        model = adapter.validate_python(value)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'the input'}: {e['msg'].lower()}"
+            for e in exc.errors(include_url=False)[:5]
+        )
+        more = len(exc.errors()) - 5
+        raise InputError(
+            f"the input does not fit the flow's input type: {problems}"
+            + (f" (and {more} more)" if more > 0 else "")
+        ) from None
+    return adapter.dump_python(model, mode="json", by_alias=True, exclude_unset=exclude_unset)
 
 
 def typed_result(

@@ -50,7 +50,13 @@ from agentflow.errors import (
     RunError,
 )
 from agentflow.flowtest_network import CALLER, GUARD, network_guard
-from agentflow.flowtest_steps import answers_tool, plan_steps, step_contract, stub_named_steps
+from agentflow.flowtest_steps import (
+    answers_tool,
+    plan_steps,
+    step_contract,
+    stub_named_steps,
+    unstubbed_asks,
+)
 from agentflow.grammar import ast
 from agentflow.ir.functions import bind_calls, table_from_data
 from agentflow.ir.loader import load_plan_data
@@ -615,6 +621,7 @@ async def _run_prepared(
             ]
         for tool in tools:
             catalog.register(tool, replace=True)
+    unstubbed_asks(data)  # an ask no stub answers says how a test answers it
     try:
         loaded = load_plan_data(data, shown)
     except PlanLoadError as e:  # pragma: no cover - the compiled plan validated

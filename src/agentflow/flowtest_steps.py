@@ -8,9 +8,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from agentflow.core.vocabulary import UNANSWERED_FAIL
 from agentflow.grammar import ast
 
-__all__ = ["answers_tool", "plan_steps", "step_contract", "stub_named_steps"]
+__all__ = ["answers_tool", "plan_steps", "step_contract", "stub_named_steps", "unstubbed_asks"]
 
 
 def stub_named_steps(
@@ -63,6 +64,26 @@ def stub_named_steps(
         st.update(keep, tool_name=tool_name, input={})
         tools.append(answers_tool(Tool, tool_name, answers, wrap, contract))
     return tools
+
+
+def unstubbed_asks(data: dict[str, Any]) -> None:
+    """Give each ``ask`` step of plan ``data`` that no ``stub ask`` answered and that has
+    neither ``default`` nor ``else fail`` the failure a test says: the question (its first line,
+    when it is plain text) and the ``stub ask NAME returns VALUE`` that answers it — a run's
+    own advice (``--answer``, ``flowc answer``) is no test's (docs/reference/testing.md)."""
+    for st in plan_steps(data):
+        given = st.get("input") if st.get("tool_name") == "ask" else None
+        if not isinstance(given, dict) or given.get("when_unanswered") != {"fail": UNANSWERED_FAIL}:
+            continue
+        meta = st.get("meta") or {}
+        name = meta.get("name") or meta.get("stage") or "NAME"
+        question = str(given.get("question") or "").strip()
+        first = question.splitlines()[0] if question else ""
+        shown = f' "{first}{"…" if first != question else ""}"' if "{" not in first else ""
+        given["when_unanswered"] = {
+            "fail": f"the test does not answer the question{shown}: answer it with "
+            f"`stub ask {name} returns VALUE` in the test, or give the ask a default"
+        }
 
 
 def _parallel_steps(

@@ -110,7 +110,7 @@ class McpFlowServer:
         self.directory = directory
         if model is not None:  # refused at start-up, not at each call
             try:
-                parse_model_option(model)
+                parse_model_option(model, "model")
             except ValueError as e:
                 raise ConfigError(str(e)) from None
         self.model = model

@@ -246,7 +246,7 @@ def test_ask_model_test_answers_offline_and_no_model_names_it(tmp_path: Path):
     assert answered.exit_code == 0, answered.output
     assert answered.stdout == "test answer\n"
     wrong = runner.invoke(main, ["ask", "Hi?", "--config", config, "--model", "gpt"])
-    assert wrong.exit_code == 1
+    assert wrong.exit_code == 2  # a usage error, before anything is read
     assert "the only model that can be named here is the built-in test model" in wrong.stderr
     both = runner.invoke(main, ["ask", "Hi?", "--model", "test", "--replay", config])
     assert both.exit_code == 2

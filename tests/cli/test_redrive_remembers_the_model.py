@@ -56,4 +56,4 @@ def test_redrive_of_a_test_model_run_uses_the_test_model_and_takes_model(
     code, said = _flowc("redrive", "rf1", "--model", "test:7")
     assert code == 1 and "(redrive of rf1)" in said and "error[loop_exhausted]" in said, said
     code, said = _flowc("redrive", "rf1", "--model", "gpt")
-    assert code == 1 and "gpt" in said and "Traceback" not in said, said
+    assert code == 2 and "--model 'gpt'" in said and "Traceback" not in said, said

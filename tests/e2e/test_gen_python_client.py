@@ -8,12 +8,15 @@ import importlib
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from support.paths import REPO
 
 from agentflow.cli import main
+from agentflow.errors import InputError
 
 EXAMPLES = REPO / "examples"
 PROGRAMS = Path(__file__).parent / "gen_client"
@@ -62,3 +65,27 @@ def test_program_using_the_client_runs_the_demo_cassette_and_gets_a_triage(tmp_p
     assert triage.severity == "high"
     assert [item.owner for item in triage.work] == ["backend", "frontend"]
     assert all(isinstance(item, client.WorkItem) for item in triage.work)
+
+
+def test_a_dict_input_is_validated_into_the_input_model_and_a_wrong_one_names_its_field(
+    tmp_path, monkeypatch
+):
+    """A plain dict given for the input model is validated into it — no pydantic
+    `PydanticSerializationUnexpectedValue` warning, the run as with the model — and a dict that
+    does not fit is an InputError naming the field, before anything runs."""
+    _client(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("AGENTFLOW_CACHE_DIR", str(tmp_path / "cache"))
+    for name in ("bug_triage", "program"):
+        sys.modules.pop(name, None)
+    program = importlib.import_module("program")
+    client = importlib.import_module("bug_triage")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a serializer warning fails the test
+        owners = program.main_from_a_dict(EXAMPLES)
+    assert owners == ["backend", "frontend"]
+    with pytest.raises(InputError) as e:
+        client.run_bug_triage_sync({"title": "t", "bdy": "b"}, model="test")
+    said = str(e.value)
+    assert said.startswith("the input does not fit the flow's input type: "), said
+    assert "body: field required" in said and "bdy: extra inputs are not permitted" in said

@@ -171,7 +171,7 @@ def test_an_unknown_model_option_is_a_clear_error_without_traceback(tmp_path, mo
     result = CliRunner().invoke(
         main, ["run", str(EXAMPLES / "first.flow"), "--model", "gpt-9", "--input", '{"dir": "."}']
     )
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a usage error, before anything runs
     assert "built-in test model" in result.stderr and "Traceback" not in result.output
     clash = CliRunner().invoke(
         main, ["run", str(EXAMPLES / "first.flow"), "--model", "test", "--replay", __file__]

@@ -3,6 +3,8 @@ agent over real HTTP, with the tool results of its first reply visible in the se
 
 from __future__ import annotations
 
+import pytest
+
 import agentflow
 from agentflow.runtime.config import load_config
 from agentflow.testing import TEST_API_KEY, ChatServer, answer, tool_calls
@@ -73,3 +75,22 @@ def test_env_and_write_config_agree_and_a_bare_answer_is_told_the_value_wrapper(
         "$: the answer must be a JSON object, got str: put the value in the field `value`, as "
         '{"value": "tech"}' in repair
     )
+
+
+def test_write_config_makes_a_directory_that_does_not_exist_and_refuses_a_file(tmp_path):
+    """``write_config(dir)`` with ``dir`` not made yet (its docstring's example: ``tmp /
+    "cfg"``) makes it, parents too, rather than failing with FileNotFoundError; a ``dir`` that
+    is a file is refused by name."""
+    (tmp_path / "f.flow").write_text(
+        'flow f "f"\ntype R { ok: bool }\nuse agent "a" as a\n'
+        'stage s -> R { return agent(a) { task "go" tools none expect R } }\n'
+    )
+    with ChatServer([answer({"ok": True})]) as server:
+        written = server.write_config(tmp_path / "cfg" / "nested")
+        assert written == tmp_path / "cfg" / "nested" / "flow.toml" and written.is_file()
+        config = load_config(written, env=server.env())
+        result = agentflow.run_sync(str(tmp_path / "f.flow"), config=config)
+        (tmp_path / "a-file").write_text("")
+        with pytest.raises(NotADirectoryError, match="a-file: is a file; write_config writes"):
+            server.write_config(tmp_path / "a-file")
+    assert result.output == {"ok": True}, result.error

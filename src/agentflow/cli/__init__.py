@@ -165,6 +165,7 @@ from agentflow.cli.common import (  # noqa: E402
     _trace_option,
     _workspace_option,
     checked_host,
+    checked_model,
     error_text,
     given_files,
     given_input,
@@ -423,6 +424,7 @@ def _given_answers(ctx: Any, param: Any, given: tuple[str, ...]) -> dict[str, st
     "--model",
     "model",
     metavar="test[:SEED]",
+    callback=checked_model,
     help="Answer every agent with the built-in test model (values generated from each contract, "
     "no network, no key); test+tools also calls each offered tool once first.",
 )
@@ -722,6 +724,7 @@ def cost_cmd(file: str, as_json: bool) -> None:
     "--model",
     "model",
     metavar="test[:SEED]",
+    callback=checked_model,
     help="Answer every agent of every call with the built-in test model (values generated from "
     "each contract, no network, no key); test+tools also calls each offered tool once first.",
 )

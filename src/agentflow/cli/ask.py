@@ -24,6 +24,7 @@ from agentflow.cli.common import (
     _replay_option,
     _trace_option,
     _workspace_option,
+    checked_model,
     given_files,
 )
 from agentflow.errors import FlowError
@@ -48,6 +49,7 @@ from agentflow.errors import FlowError
     "--model",
     "model",
     metavar="test[:SEED]",
+    callback=checked_model,
     help="Answer with the built-in test model (a short made-up text; no network, no key); "
     "test+tools also calls each offered tool once first.",
 )

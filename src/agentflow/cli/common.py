@@ -110,6 +110,17 @@ def _with_sources(diags: list[Diagnostic], sources: dict[str, str]) -> dict[str,
     return out
 
 
+def checked_model(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """A click callback refusing a ``--model`` that names no test model (``test:abc``, ``gpt``)
+    as a usage error (exit 2), with why and how a real model is configured instead
+    (:func:`agentflow.api.model_option_error`), before anything is read or run."""
+    if isinstance(value, str):
+        problem = api.model_option_error(value)
+        if problem is not None:
+            raise click.UsageError(problem, ctx=ctx)
+    return value
+
+
 def given_file(label: str, path: str) -> None:
     """Raise click.UsageError (exit 2) when ``path``, a file given on the command line, does not
     exist or cannot be read, in one shape for every command (docs/reference/cli.md "Exit

@@ -29,6 +29,7 @@ from agentflow.cli.common import (
     _telemetry_option,
     _trace_option,
     _workspace_option,
+    checked_model,
     given_files,
 )
 from agentflow.core.redaction import redact
@@ -626,6 +627,7 @@ def cancel(run_id: str, config: str | None, database: str | None) -> None:
     "--model",
     "model",
     metavar="test[:SEED]",
+    callback=checked_model,
     help="Answer every agent with the built-in test model (default: as RUN was answered: its "
     "--model or --replay, else the configured models).",
 )

@@ -21,6 +21,7 @@ from agentflow.cli.common import (
     _telemetry_option,
     _with_sources,
     _write_or_echo,
+    checked_model,
     error_text,
     given_files,
 )
@@ -83,7 +84,8 @@ def _write(path: str, text: str, what: str) -> str | None:
 )
 @click.option("--models", "models", help="Named models to compare: every model call of the flow "
               "is answered by each in turn (--models fast,smart).")  # fmt: skip
-@click.option("--model", "model", help='"test": answer every agent with the built-in test model.')
+@click.option("--model", "model", callback=checked_model,
+              help='"test": answer every agent with the built-in test model.')  # fmt: skip
 @click.option("--replay", type=click.Path(dir_okay=False), callback=given_files, help="Answer every model request "
               "from this cassette.")  # fmt: skip
 @click.option("--repeat", type=click.IntRange(1, 100), default=1, show_default=True,

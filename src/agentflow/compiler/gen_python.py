@@ -603,7 +603,9 @@ def _module_parts(
         lines.append("STAGE_TEMPLATES: dict[str, str] = {")
         lines += [f"    {json.dumps(k)}: {json.dumps(v)}," for k, v in templates.items()]
         lines.append("}")
-    input_param = f"input: {in_ann}" + (" = None" if in_ann == "JsonValue" else "")
+    # the input model, or a dict of its fields (validated into it: client.input_json)
+    given_ann = in_ann if in_ann == "JsonValue" else f"{in_ann} | Mapping[str, Any]"
+    input_param = f"input: {given_ann}" + (" = None" if in_ann == "JsonValue" else "")
     for is_async in (True, False):
         fn = f"run_{flow_name}" if is_async else f"run_{flow_name}_sync"
         lines += ["", ""]
@@ -629,15 +631,15 @@ def _module_parts(
             "    client.require_current(FLOW_FILE, FLOW_DIGEST, __file__, FLOW_INTERFACE)",
             f"    result = {call}(",
             "        FLOW_FILE,",
-            '        INPUT.dump_python(input, mode="json", by_alias=True, exclude_unset=True),',
+            "        client.input_json(INPUT, input),",
             *(f"        {name}={name}," for name, _, _ in RUN_OPTIONS),
             "    )",
             "    return client.typed_result(result, OUTPUT, FLOW_FILE, __file__)",
         ]
     lines += ["", ""]
     none = " = None" if in_ann == "JsonValue" else " | None = None"
-    dump = 'INPUT.dump_python(input, mode="json", by_alias=True)'
-    params = ["result: RunResult[Any]", f"input: {in_ann}{none}"]
+    dump = "client.input_json(INPUT, input, exclude_unset=False)"
+    params = ["result: RunResult[Any]", f"input: {given_ann}{none}"]
     head = f"def {flow_name}_stages({', '.join(params)}) -> {stages_class}:"
     if len(head) > 100:  # as `ruff format` splits a signature
         inner = f"    {', '.join(params)}"

@@ -22,6 +22,7 @@ from agentflow.compiler.lower_expressions import (
     scope_name,
 )
 from agentflow.compiler.lower_written import span_text
+from agentflow.core.vocabulary import UNANSWERED_FAIL
 from agentflow.errors import ContractError, LoweringError
 from agentflow.grammar import ast
 
@@ -414,7 +415,7 @@ class EffectLowering(LoweringShared):
         elif e.else_fail is not None:
             inp["when_unanswered"] = {"fail": self.text_value(e.else_fail, ctx)}
         else:
-            inp["when_unanswered"] = {"fail": "question not answered"}
+            inp["when_unanswered"] = {"fail": UNANSWERED_FAIL}
         step = self.add_step(ctx, "ask", inp, e.span, select="{{ result.answer }}")
         return Frag([StepRef(step)])
 

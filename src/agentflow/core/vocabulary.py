@@ -205,6 +205,10 @@ CALL_CLAUSES: dict[str, str] = {
 CALL_CLAUSE_WORDS: frozenset[str] = frozenset(CALL_CLAUSES)
 #: ``tools none``: an agent with no tools.
 TOOLS_NONE = "none"
+#: The ``when_unanswered: {fail: …}`` an ``ask`` with neither ``default`` nor ``else fail`` is
+#: lowered with; the run says it with the question and the ways to answer it
+#: (:func:`agentflow.runtime.hooks.unanswered_message`).
+UNANSWERED_FAIL = "question not answered"
 #: The limits a ``budget { … }`` may set (docs/models.md "Budgets"), in the order messages list
 #: them: ``inferences`` and ``tokens`` are counts, ``cost`` is dollars.
 BUDGET_LIMITS: tuple[str, ...] = ("inferences", "tokens", "cost")

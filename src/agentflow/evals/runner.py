@@ -46,7 +46,7 @@ from agentflow.core.redaction import redact_data
 from agentflow.core.spans import Span
 from agentflow.core.text import escape_surrogates
 from agentflow.core.vocabulary import Code
-from agentflow.errors import FlowError
+from agentflow.errors import ConfigError, FlowError
 from agentflow.evals.dataset import Case, check_cases, read_dataset
 from agentflow.evals.report import DEFAULT_EVAL_NAME, CaseRun, EvalReport, ScoreResult
 from agentflow.ir.loader import load_plan_data
@@ -454,7 +454,13 @@ async def run_eval(
     trace: EvalTrace | None = None,
 ) -> EvalReport:
     """Run every case of ``prepared`` (see the module docstring) and score it; ``trace``: the
-    eval's OpenTelemetry spans (closed when every case has run)."""
+    eval's OpenTelemetry spans (closed when every case has run).  Raises ConfigError for a
+    ``model`` that names no test model, before any case runs."""
+    if model is not None:
+        try:
+            parse_model_option(model, "model")
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
     block = prepared.block
     names = models or [("test" if model is not None else "replay" if replay else "configured")]
     report = EvalReport(
@@ -594,7 +600,7 @@ def _case_router(
     counts: dict[str, int],
 ) -> Any:
     if model is not None:
-        seed, call_tools = parse_model_option(model)
+        seed, call_tools = parse_model_option(model, "model")
         # each repetition its own seed: repeated runs vary as a real model's do
         return test_router(config, seed + repeat, call_tools=call_tools)
     if replay is not None:

@@ -471,7 +471,7 @@ def test_model_router(config: Config, model: str) -> ModelRouter:
     (:func:`agentflow.runtime.models.router.test_router`) for ``test``, ``test:SEED``,
     ``test+tools`` or ``test+tools:SEED``; ConfigError for any other value (as ``flowc run``)."""
     try:
-        seed, call_tools = parse_model_option(model)
+        seed, call_tools = parse_model_option(model, "model")
     except ValueError as e:
         raise ConfigError(str(e)) from None
     router: ModelRouter = test_router(config, seed, call_tools=call_tools)

@@ -647,8 +647,13 @@ class Config(_Strict):
         return self.path.parent if self.path else Path.cwd()
 
     def where(self) -> str:
-        """The file name for messages (``"environment"`` when there is no file)."""
-        return str(self.path) if self.path else "environment"
+        """The file name for messages; with no file, ``"no flow.toml (the configuration comes
+        from the environment)"`` (a bare ``environment:`` read as a mistake of its own)."""
+        return (
+            str(self.path)
+            if self.path
+            else "no flow.toml (the configuration comes from the environment)"
+        )
 
     def provider(self, name: str) -> ProviderConfig:
         """The provider ``name``: from ``[providers]``, else the implicit ``openai``/``anthropic``.
@@ -724,10 +729,30 @@ class Config(_Strict):
                 )
             ]
         choices = ["default", *ROLES, *sorted(self.models.named)]
-        raise ConfigError(
-            f"{self.where()}: unknown model '{ref}': not a role, a [models.named.{ref}] entry or "
-            f"'provider:model' (roles and named models: {', '.join(choices)})"
-            f"{self._model_suggestion(ref, choices)}"
+        raise ConfigError(self._unknown_model(ref, choices))
+
+    def _unknown_model(self, ref: str, choices: list[str]) -> str:
+        """Why ``ref`` names no model: the models known and where they come from — the named
+        models of the configuration file (``[models.named.NAME]``), or none when there is no
+        file (the configuration is the environment's) — what a model reference may be, and the
+        nearest spelling (docs/reference/configuration.md "[models]: roles")."""
+        roles = ", ".join(["default", *ROLES])
+        named = sorted(self.models.named)
+        if self.path is None:
+            known = (
+                f"unknown model '{ref}': there is no flow.toml, so no model is named (the "
+                "configuration comes from the environment: OPENAI_API_KEY, OPENAI_MODEL …)"
+            )
+        elif named:
+            known = (
+                f"{self.path}: unknown model '{ref}': its named models ([models.named.NAME]) "
+                f"are {', '.join(named)}"
+            )
+        else:
+            known = f"{self.path}: unknown model '{ref}': it names no model ([models.named.NAME])"
+        return (
+            f"{known}; name a role ({roles}), a named model ([models.named.{ref}] in "
+            f"flow.toml) or 'provider:model'{self._model_suggestion(ref, choices)}"
         )
 
     def _model_suggestion(self, ref: str, choices: list[str]) -> str:

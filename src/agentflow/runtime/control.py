@@ -32,6 +32,7 @@ from agentflow.core.vocabulary import (
     MAX_CONCURRENCY,
     MAX_LOOP_ROUNDS,
     MAX_SLEEP_MS,
+    UNANSWERED_FAIL,
     Code,
     duration_ms,
 )
@@ -63,6 +64,7 @@ from agentflow.runtime.hooks import (
     check_answer,
     maybe_await,
     secret_in_answer,
+    unanswered_message,
 )
 
 if TYPE_CHECKING:
@@ -661,7 +663,10 @@ async def _ask(call: ControlCall) -> Any:
         return {"answer": value, "answered": False}
     if isinstance(unanswered, dict) and "fail" in unanswered:
         ex.emit("ask", path, stack, question=question, answered=False)
-        raise RunError(Code.FAILED, to_text(unanswered["fail"]), path)
+        message = to_text(unanswered["fail"])
+        if message == UNANSWERED_FAIL:  # no `else fail` of its own: what to do about it
+            message = unanswered_message(request, durable=ex.effects.durable)
+        raise RunError(Code.FAILED, message, path)
     ex.emit("ask", path, stack, question=question, answer=None, answered=False)
     return {"answer": None, "answered": False}
 

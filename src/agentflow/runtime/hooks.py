@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agentflow.core.redaction import redact_data
+from agentflow.core.schema_types import flow_type_of_schema
 from agentflow.core.text import choices_text, value_text, visible
 from agentflow.core.vocabulary import Code
 from agentflow.errors import InputError, RunAborted, RunError
@@ -57,6 +58,7 @@ __all__ = [
     "skip",
     "substitute",
     "terminal_interlocutor",
+    "unanswered_message",
 ]
 
 
@@ -547,3 +549,50 @@ def answering(
             raise RunError(Code.OUTPUT_VALIDATION, message, request.step_path) from None
 
     return ask
+
+
+#: How much of a question an unanswered ``ask``'s failure shows (its first line, at most this).
+QUESTION_SHOWN = 60
+
+#: An example ``default`` of an ``ask`` expecting each JSON Schema type.
+_DEFAULTS = {"boolean": "false", "integer": "0", "number": "0", "string": '""'}
+
+
+def unanswered_message(request: AskRequest, *, durable: bool) -> str:
+    """The failure of ``ask`` ``request`` that nobody answered and that has neither ``default``
+    nor ``else fail`` (lowered with ``when_unanswered: {fail: "question not answered"}``): the
+    question (its first line, shortened) and the ways to answer it — ``--answer NAME=VALUE``
+    (``answers=`` from Python), a ``--durable`` run answered with ``flowc answer``, or a
+    ``default`` on the ask; a durable run's (its wait ended: its timeout) ``flowc answer``
+    sooner or a ``default`` (docs/reference/control.md "Unanswered")."""
+    first = " ".join(request.question.strip().splitlines()[:1]).strip() if request.question else ""
+    shown = first if len(first) <= QUESTION_SHOWN else first[: QUESTION_SHOWN - 1].rstrip()
+    if shown != request.question.strip():
+        shown += "…"
+    name = _answer_key(request)
+    schema = request.schema if isinstance(request.schema, dict) else {}
+    if request.label:  # a `.flow`'s ask: its `default` clause
+        expect = f" expect {flow_type_of_schema(schema)}" if schema else ""
+        example = _DEFAULTS.get(str(schema.get("type")), "VALUE")
+        default = f'give the ask a default (`ask "…"{expect} default {example}`)'
+    else:  # a plan's ask step
+        default = "give the step `when_unanswered: {default: VALUE}`"
+    if durable:
+        ways = f"answer it sooner with `flowc answer RUN {name} VALUE`, or {default}"
+    else:
+        ways = (
+            f"answer it with `--answer {name}=VALUE` (from Python: `answers={{"
+            f"{json.dumps(name, ensure_ascii=False)}: VALUE}}`), run with `--durable` and "
+            f"answer it with `flowc answer RUN {name} VALUE`, or {default}"
+        )
+    return f"question not answered: {json.dumps(shown, ensure_ascii=False)}; {ways}"
+
+
+def _answer_key(request: AskRequest) -> str:
+    """The NAME ``--answer`` and ``flowc answer`` take for ``request``: the ``let`` its answer
+    is bound to (every item of a map, every round of a loop), else its step path."""
+    if request.label:
+        let, eq, _ = request.label.split(" › ")[-1].partition(" = ")
+        if eq and let:
+            return let
+    return request.step_path

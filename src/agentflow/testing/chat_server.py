@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import re
 import socket
 import struct
@@ -796,9 +797,22 @@ class ChatServer:
             f"{extra_rest(extra)}"
         )
 
-    def write_config(self, directory: Path, **kw: Any) -> Path:
-        """Write ``flow.toml`` (see :meth:`config_text`) into ``directory``; returns its path."""
-        path = Path(directory) / "flow.toml"
+    def write_config(self, directory: str | os.PathLike[str], **kw: Any) -> Path:
+        """Write ``flow.toml`` (see :meth:`config_text`; ``kw`` its options) into ``directory``,
+        made with its parents when it does not exist; returns the file's path.  Raises
+        NotADirectoryError when ``directory`` is a file (docs/reference/testing.md "Testing
+        from Python")::
+
+            with ChatServer([answer({"ok": True})]) as server:
+                config = load_config(server.write_config(tmp / "cfg"), env=server.env())
+        """
+        folder = Path(directory)
+        if folder.exists() and not folder.is_dir():
+            raise NotADirectoryError(
+                f"{folder}: is a file; write_config writes flow.toml into a directory"
+            )
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / "flow.toml"
         path.write_text(self.config_text(**kw), encoding="utf-8")
         return path
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from bug_triage import BugReport, ChangeResult, Triage, bug_triage_stages, run_bug_triage_sync
 
@@ -28,6 +30,19 @@ def main(examples: Path) -> Triage:
     assert triage is not None
     print(triage.severity, [item.owner for item in triage.work])
     return triage
+
+
+def main_from_a_dict(examples: Path) -> list[str]:
+    """The input given as a plain dict (validated into ``BugReport`` by the client)."""
+    report: dict[str, Any] = json.loads((examples / "bug-report.json").read_text())
+    result = run_bug_triage_sync(
+        report,
+        workspace=examples / "workspace",
+        replay=examples / "bug-triage.cassette.jsonl",
+        config=examples / "flow.toml",
+        shape_cache=False,
+    )
+    return [change.owner for change in result.output_or_raise()]
 
 
 if __name__ == "__main__":

@@ -738,3 +738,36 @@ async def test_structured_output_option_sends_response_format(chat_server):
     fmt = chat_server.requests[0]["response_format"]
     assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
     assert fmt["json_schema"]["schema"]["required"] == ["b"]
+
+
+def test_an_unknown_model_with_no_flow_toml_says_the_configuration_is_the_environments(tmp_path):
+    """`flowc eval F --models fast,slow` with no flow.toml used to begin `environment: unknown
+    model 'fast'`: it says there is no flow.toml, so no model is named, and what a model may
+    be."""
+    config = load_config(cwd=tmp_path, env={"OPENAI_API_KEY": "k"})
+    with pytest.raises(ConfigError) as info:
+        config.resolve("fast")
+    said = str(info.value)
+    assert said.startswith(
+        "unknown model 'fast': there is no flow.toml, so no model is named (the configuration "
+        "comes from the environment: OPENAI_API_KEY, OPENAI_MODEL …); name a role (default, "
+        "chat, planner, solver, repair, judge), a named model ([models.named.fast] in "
+        "flow.toml) or 'provider:model'"
+    ), said
+    assert not said.startswith("environment:")
+
+
+def test_an_unknown_model_names_the_files_named_models(tmp_path):
+    path = tmp_path / "flow.toml"
+    path.write_text(
+        '[models]\ndefault = "openai:m"\n[models.named.small]\nprovider = "openai"\nmodel = "s"\n'
+        '[models.named.large]\nprovider = "openai"\nmodel = "l"\n'
+    )
+    with pytest.raises(ConfigError) as info:
+        load_config(path, env={"OPENAI_API_KEY": "k"}).resolve("fast")
+    assert str(info.value).startswith(
+        f"{path}: unknown model 'fast': its named models ([models.named.NAME]) are large, small; "
+    ), info.value
+    path.write_text('[models]\ndefault = "openai:m"\n')
+    with pytest.raises(ConfigError, match=r"unknown model 'fast': it names no model \("):
+        load_config(path, env={"OPENAI_API_KEY": "k"}).resolve("fast")

@@ -21,6 +21,7 @@ would depend on which child finished first).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -759,14 +760,37 @@ def _register_workflows(dbos: Any) -> None:
 _OUTCOMES: dict[str, dict[str, Any]] = {}
 
 
+#: run id → a future done once its root, running in this process, has ended (:func:`_kept`)
+_ROOT_ENDS: dict[str, concurrent.futures.Future[None]] = {}
+
+
 async def _kept(run_id: str, body: Awaitable[dict[str, Any]]) -> dict[str, Any]:
     """``await body`` (a run's root), keeping its outcome for :func:`kept_outcome`: a run
     cancelled while its root ran here has no outcome in the engine (DBOS refuses to record
     one for a cancelled workflow), yet its root finished — its usage, results and duration
-    are what the waiting process reports."""
-    out = await body
-    _OUTCOMES[run_id] = out
-    return out
+    are what the waiting process reports.  While it runs, :func:`root_ended` waits for it."""
+    ended: concurrent.futures.Future[None] = concurrent.futures.Future()
+    _ROOT_ENDS[run_id] = ended
+    try:
+        out = await body
+        _OUTCOMES[run_id] = out
+        return out
+    finally:
+        if _ROOT_ENDS.get(run_id) is ended:
+            del _ROOT_ENDS[run_id]
+        ended.set_result(None)
+
+
+async def root_ended(run_id: str) -> None:
+    """Return once run ``run_id``'s root has ended when it runs in this process (at once when
+    it does not).  A resumed run's root runs on the engine's own loop, and its waiting process
+    learns of a ``flowc cancel`` from the engine's record (``get_result``) before the root has
+    seen it (at its wait's next poll, its next operation): the waiting process takes the root's
+    own ``cancelled`` end (:func:`kept_outcome`, its trace's ``run_finished``) rather than
+    shutting the engine down under it, which would end the root ``aborted``."""
+    ended = _ROOT_ENDS.get(run_id)
+    if ended is not None:
+        await asyncio.shield(asyncio.wrap_future(ended))
 
 
 def kept_outcome(run_id: str) -> dict[str, Any] | None:
@@ -829,6 +853,7 @@ def _forget_runtimes() -> None:
     _UNIT_TASKS.clear()
     _ROOT_STOPS.clear()
     _OUTCOMES.clear()
+    _ROOT_ENDS.clear()
     _RUNTIMES.clear()
     _RECORDED.clear()
     _STARTING.clear()

@@ -181,8 +181,10 @@ async def await_outcome(handle: Any, *, watch: tuple[str, str] | None = None) ->
     except errors.DBOSAwaitedWorkflowCancelledError:
         message = Cancelled().message
         cancelled = {"code": Code.ABORTED, "message": message}
-        # the root ran here and finished (its trace closed, `run_finished` with its usage):
-        # that outcome, whose record the engine refused, is the run's, cancelled
+        # a root that runs here (a resumed run's, on the engine's loop) sees the cancel
+        # itself and ends `cancelled` (its trace closed, `run_finished` with its usage): that
+        # outcome, whose record the engine refused, is the run's
+        await dbos_engine.root_ended(handle.get_workflow_id())
         kept = dbos_engine.kept_outcome(handle.get_workflow_id())
         if kept is not None:  # `cancelled` itself when the root saw the cancel or its claim
             if kept.get("status") == "cancelled" and kept.get("error"):

@@ -312,24 +312,56 @@ class TestModel:
         """Nothing to close (the test model holds no connection)."""
 
 
-def parse_model_option(value: str) -> tuple[int, bool]:
+def parse_model_option(value: str, option: str = "--model") -> tuple[int, bool]:
     """``--model`` values naming the test model: ``test``, ``test:SEED``, ``test+tools``,
-    ``test+tools:SEED`` → (seed, call_tools). Raises ValueError for anything else."""
+    ``test+tools:SEED`` → (seed, call_tools). Raises ValueError for anything else: a test
+    model whose SEED is no integer (``test:abc``) says so; another value says how a real model
+    is configured (:func:`_real_model_hint`).  ``option``: the option as its caller spells it,
+    named in the message — ``--model`` (``--model 'gpt'``, the CLI's) or a Python keyword
+    (``model``: ``model="gpt"``, the API's)."""
     match = re.fullmatch(r"test(\+tools)?(?::(-?[0-9]+))?", value.strip())
-    if match is None:
+    if match is not None:
+        return int(match.group(2) or 0), bool(match.group(1))
+    given = model_option_text(option, value)
+    seeded = re.fullmatch(r"(test(?:\+tools)?):(.*)", value.strip(), re.DOTALL)
+    if seeded is not None:
+        name, seed = seeded.groups()
         raise ValueError(
-            f"--model {value!r}: the only model that can be named here is the built-in test model "
-            "('test', 'test:SEED', 'test+tools' or 'test+tools:SEED'); " + _real_model_hint(value)
+            f"{given}: the test model's SEED must be an integer ({name}:SEED, e.g. {name}:7), "
+            f"got {seed.strip()!r}"
         )
-    return int(match.group(2) or 0), bool(match.group(1))
+    raise ValueError(
+        f"{given}: the only model that can be named here is the built-in test model "
+        "('test', 'test:SEED', 'test+tools' or 'test+tools:SEED'); " + _real_model_hint(value)
+    )
+
+
+def model_option_text(option: str, value: str) -> str:
+    """``option`` given ``value`` as its caller wrote it: ``--model 'gpt'`` for a command-line
+    option (``--…``), ``model="gpt"`` for a Python keyword."""
+    if option.startswith("-"):
+        return f"{option} {value!r}"
+    return f"{option}={json.dumps(value, ensure_ascii=False)}"
+
+
+#: A bare model name of a family the implicit ``openai`` / ``anthropic`` providers serve.
+_FAMILIES = re.compile(
+    r"(gpt|chatgpt|claude)[-.][A-Za-z0-9._-]+|(o[1-9])(?:-[A-Za-z0-9._-]+)?", re.IGNORECASE
+)
 
 
 def _real_model_hint(value: str) -> str:
     """How to run with a real model instead (docs/decisions.md "--model names only the test
-    model"): a ``provider:model`` reference in flow.toml, or the environment with no flow.toml."""
+    model"): a ``provider:model`` reference in flow.toml, or the environment with no flow.toml.
+    The reference is the one typed (``openai:gpt-4o``); a bare model name of a family the
+    implicit providers serve (``gpt-4o``, ``claude-x``) under its provider; else
+    ``openai:gpt-4o-mini``."""
     provider, colon, name = value.strip().partition(":")
     if colon and provider and name and provider.isidentifier():
         ref = f"{provider}:{name}"
+    elif not colon and (family := _FAMILIES.match(value.strip())) is not None:
+        provider = "anthropic" if (family.group(1) or "").lower() == "claude" else "openai"
+        ref = f"{provider}:{value.strip()}"
     else:
         ref = "openai:gpt-4o-mini"
     provider, model = ref.split(":", 1)
