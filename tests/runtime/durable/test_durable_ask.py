@@ -1,18 +1,17 @@
 """A durable run's question waits across restarts and is answered from another process: real
-`flowc run --durable`, `flowc resume`, `flowc runs` and `flowc answer` subprocesses. The
-listings read along the way and the refused answers run in this process (click's runner: the
+`flowc run --durable`, `flowc resume` and `flowc answer` subprocesses. The listings (`flowc
+runs`) read along the way and the refused answers run in this process (click's runner: the
 same exit status and messages, without a fresh interpreter each)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
 import subprocess
 from pathlib import Path
 
-from support.durable_questions import flowc, flowc_in_process, start_flowc, wait_asked
+from support.durable_questions import flowc, flowc_in, start_flowc, wait_asked
 
 PLAN = """\
 version: 1
@@ -59,14 +58,8 @@ def _project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     return project, env
 
 
-def _in(project: Path, *args: str):
-    """``flowc ARGS`` run in ``project``, in this process (:func:`flowc_in_process`)."""
-    with contextlib.chdir(project):
-        return flowc_in_process(*args)
-
-
 def _pending(project: Path, env: dict, run_id: str) -> list[dict]:
-    done = _in(project, "runs", "--json")
+    done = flowc_in(project, "runs", "--json")
     assert done.exit_code == 0, done.stderr
     runs = {r["run_id"]: r for r in json.loads(done.stdout)}
     return runs[run_id]["questions"] if run_id in runs else []
@@ -100,11 +93,11 @@ def test_a_question_survives_a_restart_and_is_answered_from_another_process(tmp_
     )
     assert _wait_for_question(project, env, "ask-1", resumed)["path"] == "E1"
 
-    wrong = _in(project, "answer", "ask-1", "E1", "maybe")
+    wrong = flowc_in(project, "answer", "ask-1", "E1", "maybe")
     assert wrong.exit_code == 1
     assert '"maybe" is not one of "yes" | "no"' in wrong.stderr
     # a shell's '"yes"': the text as is, with a hint to drop the quotes
-    quoted = _in(project, "answer", "ask-1", "E1", '"yes"')
+    quoted = flowc_in(project, "answer", "ask-1", "E1", '"yes"')
     assert quoted.exit_code == 1
     assert (
         'error: answer to `Ship release 10?`: "\\"yes\\"" is not one of "yes" | "no"; give the '
@@ -116,7 +109,7 @@ def test_a_question_survives_a_restart_and_is_answered_from_another_process(tmp_
     )  # fmt: skip
     assert deep.returncode == 1 and b"Traceback" not in deep.stderr, deep.stderr.decode()[-500:]
     assert 'is not one of "yes" | "no"' in deep.stderr.decode()
-    missing = _in(project, "answer", "ask-1", "E7", "yes")
+    missing = flowc_in(project, "answer", "ask-1", "E7", "yes")
     assert missing.exit_code == 1
     assert "no question waiting at 'E7' (waiting: E1)" in missing.stderr
 
@@ -138,7 +131,7 @@ def test_a_question_survives_a_restart_and_is_answered_from_another_process(tmp_
     assert json.loads(out) == {"shipped": "yes", "note": "none", "e0": 10}
     assert (project / "notes.log").read_text() == "1\n"  # the tool before the question ran once
 
-    shown = _in(project, "runs", "show", "ask-1", "--json")
+    shown = flowc_in(project, "runs", "show", "ask-1", "--json")
     info = json.loads(shown.stdout)
     assert info["status"] == "ok"
     assert info["questions"] == []
@@ -169,10 +162,8 @@ def test_flowc_runs_names_a_compiled_flows_question_as_the_flow_does(tmp_path):
     try:
         question = _wait_for_question(project, env, "ask-label", run)
         assert question["path"] == "E0" and question["label"] == "approve › go = ask", question
-        listed = subprocess.run(
-            flowc("runs"), cwd=project, env=env, capture_output=True, timeout=120
-        )
-        assert "? [approve › go = ask · E0] Publish the digest?" in listed.stdout.decode()
+        listed = flowc_in(project, "runs")
+        assert "? [approve › go = ask · E0] Publish the digest?" in listed.stdout, listed.output
         ok = subprocess.run(
             flowc("answer", "ask-label", "E0", "yes"), cwd=project, env=env, capture_output=True
         )
