@@ -102,6 +102,13 @@ def model_records(project: Path) -> int:
         return int(conn.execute(query).fetchone()[0])
 
 
+def flowc_in(cwd: Path, *args: str) -> Any:
+    """:func:`flowc_in_process` run with ``cwd`` as the current directory (then the old one
+    again): a command that finds its project where it is run (``runs``, ``answer``, ``cancel``)."""
+    with contextlib.chdir(cwd):
+        return flowc_in_process(*args)
+
+
 def flowc_in_process(*args: str) -> Any:
     """``flowc ARGS`` run in this process through click's runner (its ``Result``: exit code,
     stdout, stderr), the durable engine it launched shut down after it."""

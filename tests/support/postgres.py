@@ -15,6 +15,7 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -131,7 +132,7 @@ class PostgresServer:
         if self.proc is None:
             shutil.rmtree(self.directory.parent, ignore_errors=True)
             return
-        self.proc.terminate()
+        self._fast_shutdown()
         try:
             self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
@@ -139,6 +140,19 @@ class PostgresServer:
             self.proc.wait()
         self.proc = None
         shutil.rmtree(self.directory.parent, ignore_errors=True)
+
+    def _fast_shutdown(self) -> None:
+        """SIGINT to the postmaster: PostgreSQL's fast shutdown (open sessions are ended). A
+        SIGTERM is its smart shutdown, which waits for every client to leave; and as root the
+        process started is ``runuser``, which passes a SIGTERM on and then waits 2 s before it
+        kills the server: every stop took 2 s. Without the postmaster's pid (no pid file yet),
+        the process started is terminated as before."""
+        assert self.proc is not None
+        try:
+            pid = int((self.directory / "data" / "postmaster.pid").read_text().split()[0])
+            os.kill(pid, signal.SIGINT)
+        except (OSError, ValueError, IndexError):
+            self.proc.terminate()
 
     def __enter__(self) -> PostgresServer:
         return self.start()

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from support.chat_server import TEST_API_KEY, ChatServer, Reply, answer
-from support.durable_questions import flowc, start_flowc, wait_asked
+from support.durable_questions import flowc, flowc_in, start_flowc, wait_asked
 
 MAP_FLOW = """\
 flow m "map"
@@ -110,10 +110,8 @@ def test_a_run_cancelled_mid_map_closes_its_trace_and_keeps_its_answered_calls(t
     answered = [e for e in events if e["kind"] == "model_call"]
     assert len(answered) == 4, answered
     assert last["data"]["usage"]["inferences"] == len(answered)
-    shown = subprocess.run(
-        flowc("runs", "show", "cm", "--json"), cwd=tmp_path, env=env, capture_output=True
-    )
-    assert shown.returncode == 0, shown.stderr
+    shown = flowc_in(tmp_path, "runs", "show", "cm", "--json")
+    assert shown.exit_code == 0, shown.stderr
     assert json.loads(shown.stdout)["cost"]["inferences"] == len(answered), shown.stdout
 
 
@@ -176,9 +174,7 @@ def test_a_cancel_that_lands_during_the_last_call_gives_one_account(tmp_path):
     last = _events(tmp_path / "t.jsonl")[-1]
     assert last["kind"] == "run_finished", last
     assert (last["data"]["status"], last["data"]["output"]) == ("cancelled", None), last
-    shown = subprocess.run(
-        flowc("runs", "show", "late", "--json"), cwd=tmp_path, env=env, capture_output=True
-    )
+    shown = flowc_in(tmp_path, "runs", "show", "late", "--json")
     info = json.loads(shown.stdout)
     assert (info["status"], info["output"]) == ("cancelled", None), info
     assert info["error"]["code"] == "aborted", info
@@ -195,10 +191,8 @@ stage s -> int {
 
 
 def _last_change(cwd: Path, run_id: str) -> float:
-    shown = subprocess.run(
-        flowc("runs", "show", run_id, "--json"), cwd=cwd, capture_output=True, text=True
-    )
-    assert shown.returncode == 0, shown.stderr
+    shown = flowc_in(cwd, "runs", "show", run_id, "--json")
+    assert shown.exit_code == 0, shown.stderr
     return float(json.loads(shown.stdout)["updated_at"])
 
 
@@ -232,7 +226,7 @@ def test_sigterm_to_flowc_resume_ends_the_run_aborted_as_it_ends_flowc_run(tmp_p
 
     last = _events(tmp_path / "resume.jsonl")[-1]
     assert last["kind"] == "run_finished" and last["data"]["status"] == "aborted", last
-    listed = subprocess.run(flowc("runs", "--json"), cwd=tmp_path, capture_output=True)
+    listed = flowc_in(tmp_path, "runs", "--json")
     (info,) = json.loads(listed.stdout)
     assert (info["run_id"], info["status"]) == ("kq", "aborted")
 
@@ -269,7 +263,7 @@ def test_sigterm_during_flowc_resumes_start_up_ends_the_run_aborted(tmp_path):
     assert "interrupted by SIGTERM" in err and "Traceback" not in err, err[-2000:]
     last = _events(tmp_path / "resume.jsonl")[-1]
     assert last["kind"] == "run_finished" and last["data"]["status"] == "aborted", last
-    listed = subprocess.run(flowc("runs", "--json"), cwd=tmp_path, capture_output=True)
+    listed = flowc_in(tmp_path, "runs", "--json")
     (info,) = json.loads(listed.stdout)
     assert (info["run_id"], info["status"]) == ("sq", "aborted"), info
 
@@ -302,6 +296,6 @@ def test_sigterm_to_flowc_redrive_ends_the_new_run_aborted_as_it_ends_flowc_run(
     assert "interrupted by SIGTERM" in err and "Traceback" not in err, err[-2000:]
     last = _events(tmp_path / "redrive.jsonl")[-1]
     assert last["kind"] == "run_finished" and last["data"]["status"] == "aborted", last
-    listed = subprocess.run(flowc("runs", "--json"), cwd=tmp_path, capture_output=True)
+    listed = flowc_in(tmp_path, "runs", "--json")
     statuses = {i["run_id"]: i["status"] for i in json.loads(listed.stdout)}
     assert statuses[new_id] == "aborted", statuses

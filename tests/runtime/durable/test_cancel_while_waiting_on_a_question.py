@@ -10,7 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from support.durable_questions import flowc, start_flowc, wait_asked
+from support.durable_questions import flowc, flowc_in, start_flowc, wait_asked
 from support.timing import Stretch
 
 #: One question that waits for ever: only a cancel ends the run.
@@ -44,8 +44,8 @@ def _cancel_and_time_the_exit(tmp_path: Path, run_id: str, proc: subprocess.Pope
 
 
 def _listed(tmp_path: Path, run_id: str) -> str:
-    listed = subprocess.run(flowc("runs", "--json"), cwd=tmp_path, capture_output=True)
-    assert listed.returncode == 0, listed.stderr.decode()
+    listed = flowc_in(tmp_path, "runs", "--json")
+    assert listed.exit_code == 0, listed.stderr
     return {r["run_id"]: r for r in json.loads(listed.stdout)}[run_id]["status"]
 
 

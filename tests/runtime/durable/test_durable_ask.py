@@ -1,5 +1,7 @@
 """A durable run's question waits across restarts and is answered from another process: real
-`flowc run --durable`, `flowc resume`, `flowc runs` and `flowc answer` subprocesses."""
+`flowc run --durable`, `flowc resume` and `flowc answer` subprocesses. The listings (`flowc
+runs`) read along the way and the refused answers run in this process (click's runner: the
+same exit status and messages, without a fresh interpreter each)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from support.durable_questions import flowc, start_flowc, wait_asked
+from support.durable_questions import flowc, flowc_in, start_flowc, wait_asked
 
 PLAN = """\
 version: 1
@@ -57,10 +59,8 @@ def _project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
 
 
 def _pending(project: Path, env: dict, run_id: str) -> list[dict]:
-    done = subprocess.run(
-        flowc("runs", "--json"), cwd=project, env=env, capture_output=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr.decode()
+    done = flowc_in(project, "runs", "--json")
+    assert done.exit_code == 0, done.stderr
     runs = {r["run_id"]: r for r in json.loads(done.stdout)}
     return runs[run_id]["questions"] if run_id in runs else []
 
@@ -93,30 +93,25 @@ def test_a_question_survives_a_restart_and_is_answered_from_another_process(tmp_
     )
     assert _wait_for_question(project, env, "ask-1", resumed)["path"] == "E1"
 
-    wrong = subprocess.run(
-        flowc("answer", "ask-1", "E1", "maybe"), cwd=project, env=env, capture_output=True
-    )
-    assert wrong.returncode == 1
-    assert '"maybe" is not one of "yes" | "no"' in wrong.stderr.decode()
-    quoted = subprocess.run(  # a shell's '"yes"': the text as is, with a hint to drop the quotes
-        flowc("answer", "ask-1", "E1", '"yes"'), cwd=project, env=env, capture_output=True
-    )
-    assert quoted.returncode == 1
+    wrong = flowc_in(project, "answer", "ask-1", "E1", "maybe")
+    assert wrong.exit_code == 1
+    assert '"maybe" is not one of "yes" | "no"' in wrong.stderr
+    # a shell's '"yes"': the text as is, with a hint to drop the quotes
+    quoted = flowc_in(project, "answer", "ask-1", "E1", '"yes"')
+    assert quoted.exit_code == 1
     assert (
         'error: answer to `Ship release 10?`: "\\"yes\\"" is not one of "yes" | "no"; give the '
         "choice without quotes: yes"
-    ) in quoted.stderr.decode()
+    ) in quoted.stderr
     deep = subprocess.run(  # deeper than the JSON parser follows: an answer that is wrong
         flowc("answer", "ask-1", "E1", "[" * 5000 + "]" * 5000),
         cwd=project, env=env, capture_output=True,
     )  # fmt: skip
     assert deep.returncode == 1 and b"Traceback" not in deep.stderr, deep.stderr.decode()[-500:]
     assert 'is not one of "yes" | "no"' in deep.stderr.decode()
-    missing = subprocess.run(
-        flowc("answer", "ask-1", "E7", "yes"), cwd=project, env=env, capture_output=True
-    )
-    assert missing.returncode == 1
-    assert "no question waiting at 'E7' (waiting: E1)" in missing.stderr.decode()
+    missing = flowc_in(project, "answer", "ask-1", "E7", "yes")
+    assert missing.exit_code == 1
+    assert "no question waiting at 'E7' (waiting: E1)" in missing.stderr
 
     ok = subprocess.run(
         flowc("answer", "ask-1", "E1", "yes"), cwd=project, env=env, capture_output=True
@@ -136,9 +131,7 @@ def test_a_question_survives_a_restart_and_is_answered_from_another_process(tmp_
     assert json.loads(out) == {"shipped": "yes", "note": "none", "e0": 10}
     assert (project / "notes.log").read_text() == "1\n"  # the tool before the question ran once
 
-    shown = subprocess.run(
-        flowc("runs", "show", "ask-1", "--json"), cwd=project, env=env, capture_output=True
-    )
+    shown = flowc_in(project, "runs", "show", "ask-1", "--json")
     info = json.loads(shown.stdout)
     assert info["status"] == "ok"
     assert info["questions"] == []
@@ -169,10 +162,8 @@ def test_flowc_runs_names_a_compiled_flows_question_as_the_flow_does(tmp_path):
     try:
         question = _wait_for_question(project, env, "ask-label", run)
         assert question["path"] == "E0" and question["label"] == "approve › go = ask", question
-        listed = subprocess.run(
-            flowc("runs"), cwd=project, env=env, capture_output=True, timeout=120
-        )
-        assert "? [approve › go = ask · E0] Publish the digest?" in listed.stdout.decode()
+        listed = flowc_in(project, "runs")
+        assert "? [approve › go = ask · E0] Publish the digest?" in listed.stdout, listed.output
         ok = subprocess.run(
             flowc("answer", "ask-label", "E0", "yes"), cwd=project, env=env, capture_output=True
         )

@@ -9,7 +9,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from support.durable_questions import flowc, start_flowc, wait_asked
+from support.durable_questions import flowc, flowc_in, start_flowc, wait_asked
 
 #: Sixty questions of 1 s each: a cancel lands while one waits (the run notices it at its next
 #: operation, within 1 s), long before the last would time out.
@@ -41,10 +41,10 @@ def test_a_cancelled_run_stops_and_is_listed_as_cancelled(tmp_path: Path):
     last = json.loads((tmp_path / "t.jsonl").read_text().splitlines()[-1])
     assert (last["kind"], last["data"]["status"]) == ("run_finished", "cancelled")
 
-    listed = subprocess.run(flowc("runs", "--json"), cwd=tmp_path, capture_output=True)
+    listed = flowc_in(tmp_path, "runs", "--json")
     (info,) = json.loads(listed.stdout)
     assert (info["run_id"], info["status"]) == ("c1", "cancelled")
 
-    unknown = subprocess.run(flowc("cancel", "nope"), cwd=tmp_path, capture_output=True)
-    assert unknown.returncode == 1
-    assert "no durable run 'nope'" in unknown.stderr.decode()
+    unknown = flowc_in(tmp_path, "cancel", "nope")
+    assert unknown.exit_code == 1
+    assert "no durable run 'nope'" in unknown.stderr

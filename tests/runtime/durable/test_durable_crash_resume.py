@@ -13,6 +13,7 @@ recorded as finished at a kill ran again; only calls in flight at a kill ran twi
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -191,10 +192,19 @@ def _uninterrupted(project: Path, env: dict, monkeypatch) -> dict:
 #: One chain of kill points, in the order the run reaches them (tool calls begun / model
 #: requests arrived, counted over the whole chain): in the first map's items (tool, agent
 #: rounds, the agent's tool call) and in the one-call map after it.
-POINTS = [
+ALL_POINTS = [
     ("model", 1), ("tool", 2), ("tool", 9), ("model", 10), ("tool", 14), ("model", 20),
     ("tool", 24), ("model", 28), ("model", 34), ("tool", 52), ("tool", 58),
 ]  # fmt: skip
+#: The suite kills at five of them, one in each part of the run: the first agent's first
+#: request, the items' tool calls, the agents' rounds mid-map, the first map's end, the
+#: one-call map. ``FLOW_CRASH_POINTS=all`` kills at all eleven (bench/README.md);
+#: ``bench/crash_battery.py`` kills at random points, dozens of times.
+POINTS = (
+    ALL_POINTS
+    if os.environ.get("FLOW_CRASH_POINTS") == "all"
+    else [("model", 1), ("tool", 9), ("model", 20), ("model", 34), ("tool", 52)]
+)
 
 
 def test_a_run_killed_at_each_point_resumes_to_the_uninterrupted_output(
@@ -210,7 +220,7 @@ def test_a_run_killed_at_each_point_resumes_to_the_uninterrupted_output(
 
     outcome = _run_chain(project, env, chat_server, points)
 
-    assert outcome["kills"] == len(points) >= 10
+    assert outcome["kills"] == len(points) >= 5
     assert outcome["output"] == expected  # every item carries its own result: 0 wrong mappings
     every_call = {0, 99, *range(1, ITEMS + 1), *range(1001, 1001 + ITEMS)}
     every_call |= set(range(2001, 2001 + ITEMS))

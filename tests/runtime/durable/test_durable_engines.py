@@ -20,7 +20,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from support.durable_questions import flowc, start_flowc, wait_asked
+from support.durable_questions import flowc, flowc_in, start_flowc, wait_asked
 
 import agentflow
 
@@ -273,9 +273,9 @@ def test_a_question_answered_while_no_process_runs_the_run_is_taken_on_resume(
                 ("E1", "answer", "yes")
             ], info
         assert _questions(engine, project, "ask-1") == []
-        second = _run(project, env, "answer", "ask-1", "E1", "no")
-        assert second.returncode == 1
-        assert 'was already answered ("yes")' in second.stderr.decode(), second.stderr.decode()
+        second = flowc_in(project, "answer", "ask-1", "E1", "no")  # refused: in this process
+        assert second.exit_code == 1
+        assert 'was already answered ("yes")' in second.stderr, second.output
         assert _answers_signalled(project, "ask-1") == 1  # the second was refused unsent
         # --reuse takes the answer not taken yet, as it takes a recorded one: nobody is asked
         # (DBOS: test_a_question_answered_while_its_run_is_stopped.py), E0 is not run again
@@ -291,9 +291,9 @@ def test_a_question_answered_while_no_process_runs_the_run_is_taken_on_resume(
     assert json.loads(resumed.stdout) == {"shipped": "yes", "e0": 2}
     assert _notes(project) == ["start 1", "end 1"]  # the tool before the question ran once
     # once the question was taken, a late answer is told so, in the same words on both engines
-    late = _run(project, env, "answer", "ask-1", "E1", "no")
-    assert late.returncode == 1
-    assert 'was already answered ("yes")' in late.stderr.decode(), late.stderr.decode()[-2000:]
+    late = flowc_in(project, "answer", "ask-1", "E1", "no")  # refused: in this process
+    assert late.exit_code == 1
+    assert 'was already answered ("yes")' in late.stderr, late.output[-2000:]
 
 
 # DBOS's: tests/runtime/durable/test_cancel_while_waiting_on_a_question.py

@@ -109,7 +109,9 @@ class _Refuse(BaseHTTPRequestHandler):
 async def test_http_401_and_403_say_what_to_configure(tmp_path, status, says):
     handler = type("Refuse", (_Refuse,), {"status": status})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+    ).start()
     try:
         conn = McpConnection(
             "remote",
@@ -178,7 +180,7 @@ async def test_the_id_token_is_exchanged_for_an_id_jag_at_the_identity_provider(
 
     handler = type("IdP", (_IdP,), {"seen": []})
     idp = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=idp.serve_forever, daemon=True).start()
+    threading.Thread(target=idp.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
     endpoint = f"http://127.0.0.1:{idp.server_port}/token"
     try:
         jag = await exchange_id_token(
