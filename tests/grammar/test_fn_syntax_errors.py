@@ -112,8 +112,7 @@ def test_a_block_body_of_several_statements_gets_the_rule_not_a_copy() -> None:
 def test_a_block_after_equals_gets_the_one_expression_rule_at_its_brace() -> None:
     # `= {` reads the block as an object: the error is at its brace, not at the `let` inside
     text = (
-        "fn next(x: int) -> int = {\n  let y = x + 1\n  return y\n}\n"
-        "stage s -> int { return 1 }\n"
+        "fn next(x: int) -> int = {\n  let y = x + 1\n  return y\n}\nstage s -> int { return 1 }\n"
     )
     _, diags = parse_module(text, "f.flow")
     assert [(d.message, d.span.line, d.span.column) for d in diags] == [

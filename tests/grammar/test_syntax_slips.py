@@ -159,3 +159,13 @@ def test_a_comma_before_the_first_item_gets_the_repeated_comma_hint(
 
 def test_a_list_before_its_first_comma_gets_the_same_hint_as_a_call() -> None:
     assert _one("return [,1]")[3] == _one("return f(,1)")[3].replace("arguments", "items of a list")
+
+
+def test_an_arm_ending_in_a_bracket_or_a_nested_match_still_gets_the_missing_comma() -> None:
+    for value in ("[1, 2]", "{ a: 1 }", "match input.n { 2 => 3, _ => 4 }"):
+        body = f"return match input.n {{\n    1 => {value}\n    _ => 2\n  }}"
+        message, line, column, hint = _one(body)
+        assert (message, line, column) == ("expected `,` between two arms of a `match`", 3, 5)
+        assert hint is not None and hint.startswith(
+            f"end the arm before with a comma (`1 => {value},`)"
+        )

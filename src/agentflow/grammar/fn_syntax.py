@@ -155,14 +155,14 @@ def _after_equals(
     ):
         return None
     # `fn f(x: int) -> int = { let y = x + 1  return y }`: a block, read as an object
-    body = _block_body(sc, brace)
+    block = _block_body(sc, brace)
     return (
         "a function's body is one expression after `=`, not a block",
         brace.span,
-        f"write `{head} = {body or '…'}`"
+        f"write `{head} = {block or '…'}`"
         + (
             ""
-            if body
+            if block
             else ": one expression (an `if … then … else` or a `match` to choose), "
             "no `let` or `return`; a computation of several steps is a `stage`"
         ),

@@ -92,7 +92,7 @@ def _arms_without_comma(
     "The arms of a `match` are separated by commas")."""
     if not tok.bol or not {"COMMA", "RBRACE"} <= expected:
         return None
-    brace = _match_brace_before(values)
+    brace = _match_brace_before(values, sc)
     if brace is None:
         return None
     prev = _previous_line(sc, tok)
@@ -104,19 +104,14 @@ def _arms_without_comma(
     )
 
 
-def _match_brace_before(values: list[Any]) -> int | None:
+def _match_brace_before(values: list[Any], sc: Scanner) -> int | None:
     """The index of the ``{`` of the ``match`` whose arm's value the parser just read (``match
-    subject { … pattern => value``), or None."""
+    subject { … pattern => value``), that ``{`` the innermost bracket open, or None."""
     for i in range(len(values) - 1, 1, -1):
-        kind = _type(values[i])
-        if kind == "FATARROW":
-            for j in range(i - 1, 1, -1):
-                if _type(values[j]) == "LBRACE":
-                    if _type(values[j - 2]) == "MATCH" and not isinstance(values[j - 1], Tok):
-                        return j
-                    return None
-            return None
-        if kind is not None and kind not in ("PIPE",):
+        if _type(values[i]) == "FATARROW":
+            brace = _match_brace(values[:i])
+            if brace is not None and sc.stack and sc.stack[-1] is values[brace]:
+                return brace
             return None
     return None
 
@@ -163,7 +158,6 @@ def _parallel_slip(tok: Tok, expected: set[str], values: list[Any], sc: Scanner)
     )
 
 
-#: a comma before the first item: (the terminals before it) -> (one item, several)
 def _leading_comma(tok: Tok, values: list[Any]) -> Slip | None:
     """``import { , A }``, ``f(,1)``, ``fn f(, x: int)``: a comma before the first item, with
     the hint a list's ``[,1]`` gets."""

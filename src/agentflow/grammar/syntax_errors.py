@@ -25,8 +25,8 @@ from agentflow.core.vocabulary import (
 from agentflow.core.vocabulary import KEYWORD_TERMINALS as KEYWORDS
 from agentflow.grammar import ast
 from agentflow.grammar.fn_syntax import fn_error
-from agentflow.grammar.slips import slip_error
 from agentflow.grammar.scanner import OPENERS, OPS, TOP_LEVEL, Scanner, SynErr, Tok
+from agentflow.grammar.slips import slip_error
 from agentflow.grammar.unclosed import word_at
 
 __all__ = [
