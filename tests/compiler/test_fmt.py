@@ -388,3 +388,16 @@ def test_a_trailing_comma_closed_on_its_line_is_dropped_one_before_a_line_break_
     )
     tall = "stage s -> int[] {\n  return [\n    1,\n    2,\n  ]\n}\n"
     assert format_source(tall) == tall
+
+
+def test_a_match_arms_value_on_the_next_line_stays_one_level_deeper_than_the_arm():
+    text = (
+        "input { sev: text }\nstage s -> int {\n  return match input.sev {\n"
+        '    "high" =>\n2,\n    "low" =>  // the least\n        1,\n    _ => 0,\n  }\n}\n'
+    )
+    want = (
+        "input { sev: text }\nstage s -> int {\n  return match input.sev {\n"
+        '    "high" =>\n      2,\n    "low" =>  // the least\n      1,\n    _ => 0,\n  }\n}\n'
+    )
+    assert format_source(text) == want
+    assert format_source(want) == want

@@ -62,6 +62,28 @@ CASES = [
 ]
 
 
+CASES += [
+    (
+        "fn next(x: int) -> int = { x + 1 }",
+        "a function's body is one expression after `=`, not a block",
+        26,
+        "write `fn next(x: int) -> int = x + 1`",
+    ),
+    (
+        "fn next(x: int): int = x",
+        "a function's result type is written after `->`, not `:`",
+        16,
+        "write `fn next(x: int) -> int = x`",
+    ),
+    (
+        "fn next(x: int) -> int = return x",
+        "a function's body is one expression, without `return`",
+        26,
+        "write `fn next(x: int) -> int = x`: the expression after `=` is the function's value",
+    ),
+]
+
+
 @pytest.mark.parametrize(("line", "message", "column", "hint"), CASES)
 def test_a_fn_slip_is_told_in_a_functions_terms_with_its_fix(
     line: str, message: str, column: int, hint: str
@@ -85,6 +107,29 @@ def test_a_block_body_of_several_statements_gets_the_rule_not_a_copy() -> None:
         "write `fn f(x: int) -> int = …`: one expression (an `if … then … else` or a `match` "
         "to choose), no `let` or `return`; a computation of several steps is a `stage`"
     )
+
+
+def test_a_block_after_equals_gets_the_one_expression_rule_at_its_brace() -> None:
+    # `= {` reads the block as an object: the error is at its brace, not at the `let` inside
+    text = (
+        "fn next(x: int) -> int = {\n  let y = x + 1\n  return y\n}\nstage s -> int { return 1 }\n"
+    )
+    _, diags = parse_module(text, "f.flow")
+    assert [(d.message, d.span.line, d.span.column) for d in diags] == [
+        ("a function's body is one expression after `=`, not a block", 1, 26)
+    ]
+    assert diags[0].hint == (
+        "write `fn next(x: int) -> int = …`: one expression (an `if … then … else` or a "
+        "`match` to choose), no `let` or `return`; a computation of several steps is a `stage`"
+    )
+    assert_same_as_lalr(text, "f.flow")
+
+
+def test_an_object_body_after_equals_still_parses_and_its_own_slips_stay_its() -> None:
+    text = "fn pair(x: int) -> json = { a: x, b: x }\n"
+    assert parse_module(text, "f.flow")[1] == []
+    _, diags = parse_module("fn pair(x: int) -> json = { a: x,, b: x }\n", "f.flow")
+    assert [d.message for d in diags] == ["expected an entry before `,`"]
 
 
 def test_the_error_spans_the_brace_of_the_block() -> None:

@@ -89,8 +89,10 @@ def test_the_slips_of_other_languages_get_a_match_hint():
     )
     message, hint = _hint('switch input.x { "a" => 1 }')
     assert hint is not None and hint.startswith("`.flow` has no `switch`: write `match x {")
-    message, hint = _hint("match input.x { }")
-    assert hint is not None and hint.startswith("a `match` needs at least one arm")
+    assert _hint("match input.x { }") == (
+        "a `match` needs at least one arm",
+        'a `match` arm is `pattern => value`: `"low" => 1`, `"a" | "b" => 2`, `_ => 0`',
+    )
 
 
 def test_the_library_call_with_a_blank_is_told_apart():

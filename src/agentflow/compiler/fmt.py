@@ -8,7 +8,8 @@ newline rule of §1) and rewrites everything else.
 - Indentation is two spaces per open bracket *line* (a line opening ``({`` indents the next
   line once); a line starting with closers is aligned with the line that opened them.  A
   continuation line (one starting with ``else`` after a line not ending in ``}``, or with a
-  binary operator or ``then``, or following a line that ends with one or with ``=``) gets one more level.
+  binary operator or ``then``, or following a line that ends with one or with ``=`` or a
+  ``match`` arm's ``=>``) gets one more level.
 - Spacing between tokens is canonical: one space around binary operators, ``=``, ``->`` and
   ``|``, after ``,`` and ``:``, inside ``{ … }`` on one line; none inside ``( )``/``[ ]``, around
   ``.``/``..``, before ``?`` (optional types), ``[`` (index, ``T[]``) and ``(`` after a name.
@@ -70,6 +71,7 @@ _CONT_END = frozenset(
         "/",
         "%",
         "=",
+        "=>",  # a `match` arm whose value is on the next line
         "->",
         "then",
         "|",

@@ -102,6 +102,73 @@ def _block_body(sc: Scanner, brace: Tok) -> str | None:
     return body
 
 
+def _line_from(sc: Scanner, start: int) -> str:
+    """The text of the line from offset ``start`` (a scanner's) to its end, stripped."""
+    return sc.text[start - sc.ob :].split("\n", 1)[0].strip()
+
+
+def _after_equals(
+    tok: Tok, expected: set[str], sc: Scanner, vals: list[Any], at: int
+) -> tuple[str, Span, str] | None:
+    """The slips of a ``fn`` declaration's head and body the parser stopped in at ``tok``
+    (``vals[at]`` its ``fn``): ``: int`` for ``-> int``, a block after ``=``, ``= return x``."""
+    fn = vals[at]
+    if tok.type == "COLON" and "ARROW" in expected:
+        # `fn f(x: int): int = x` of Python and TypeScript
+        head = _text(sc, fn.start, tok.start).rstrip()
+        rest = _line_from(sc, tok.end)
+        fix = f"{head} -> {rest}" if rest and len(rest) <= _BODY_MAX else f"{head} -> T = …"
+        return (
+            "a function's result type is written after `->`, not `:`",
+            tok.span,
+            f"write `{fix}`",
+        )
+    eq = next(
+        (
+            i
+            for i in range(at + 2, len(vals))
+            if isinstance(vals[i], Tok) and vals[i].type == "EQUALS"
+        ),
+        None,
+    )
+    if eq is None:
+        return None
+    head = _text(sc, fn.start, vals[eq].start).rstrip()
+    if tok.type == "RETURN" and eq == len(vals) - 1:
+        # `fn f(x: int) -> int = return x`
+        body = _line_from(sc, tok.end)
+        fix = body if body and len(body) <= _BODY_MAX else "…"
+        return (
+            "a function's body is one expression, without `return`",
+            tok.span,
+            f"write `{head} = {fix}`: the expression after `=` is the function's value",
+        )
+    brace = vals[eq + 1] if eq + 1 < len(vals) else None
+    if not (isinstance(brace, Tok) and brace.type == "LBRACE"):
+        return None
+    inside = vals[eq + 2 :]
+    if inside and not (
+        len(inside) == 1
+        and isinstance(inside[0], Tok)
+        and inside[0].type == "NAME"
+        and "COLON" in expected
+    ):
+        return None
+    # `fn f(x: int) -> int = { let y = x + 1  return y }`: a block, read as an object
+    block = _block_body(sc, brace)
+    return (
+        "a function's body is one expression after `=`, not a block",
+        brace.span,
+        f"write `{head} = {block or '…'}`"
+        + (
+            ""
+            if block
+            else ": one expression (an `if … then … else` or a `match` to choose), "
+            "no `let` or `return`; a computation of several steps is a `stage`"
+        ),
+    )
+
+
 def fn_error(
     tok: Any, expected: set[str], sc: Scanner, values: list[Any] | None
 ) -> tuple[str, Span, str] | None:
@@ -131,6 +198,9 @@ def fn_error(
         )
     fn, name = vals[at], vals[at + 1]
     head = _text(sc, fn.start, tok.start).rstrip()
+    after_eq = _after_equals(tok, expected, sc, vals, at)
+    if after_eq is not None:
+        return after_eq
     if tok.type == "LBRACE" and "EQUALS" in expected:
         # `fn f(x: int) -> int { x + 1 }`: a block, as stages have
         body = _block_body(sc, tok)

@@ -26,6 +26,7 @@ from agentflow.core.vocabulary import KEYWORD_TERMINALS as KEYWORDS
 from agentflow.grammar import ast
 from agentflow.grammar.fn_syntax import fn_error
 from agentflow.grammar.scanner import OPENERS, OPS, TOP_LEVEL, Scanner, SynErr, Tok
+from agentflow.grammar.slips import slip_error
 from agentflow.grammar.unclosed import word_at
 
 __all__ = [
@@ -182,6 +183,8 @@ _MATCH_CALL_BEFORE = re.compile(r"\bmatch\s+\([^()]*$")
 #: `match` ending its line with the subject on the next: `match` was read as a name, and the
 #: subject's `{` as an object, up to the offending token
 _MATCH_SUBJECT_BELOW = re.compile(r"\bmatch[ \t]*(?://[^\n]*)?\n[^\n{}]*\{[^{}]*$")
+#: `= match` or `return match` ending the line before the offending token, at its start
+_MATCH_ENDS_LINE = re.compile(r"(?:=|\breturn)[ \t]*match[ \t]*(?://[^\n]*)?\n\s*$")
 #: `match - x {` (a blank after the `-`): `match` was read as a variable minus `x`
 _MATCH_MINUS_BLANK = re.compile(r"\bmatch[ \t]+-[ \t]+[^\n{}]*\{[^{}]*$")
 
@@ -200,12 +203,15 @@ def match_subject_hint(tok: Any, sc: Scanner) -> str | None:
     before = sc.text[max(0, tok.start - sc.ob - 400) : tok.start - sc.ob]
     if _MATCH_SUBJECT_BELOW.search(before) or _MATCH_MINUS_BLANK.search(before):
         return MATCH_SUBJECT_RULE
+    if tok.bol and _MATCH_ENDS_LINE.search(before):
+        # `fn f(n: int) -> int = match⏎ n { … }`: the item ended at `match`, read as a name
+        return MATCH_SUBJECT_RULE
     return None
 
 
 def _match_hint(tok: Any, expected: set[str], prev: Tok | None, sc: Scanner) -> str | None:
     """The hints of ``match`` (docs/reference/expressions.md "match"): an arm without ``=>``,
-    ``case "a":`` of other languages, an empty ``match``, ``switch``/``when``."""
+    ``case "a":`` of other languages, ``switch``/``when`` (an empty ``match``: :mod:`.slips`)."""
     arm = 'a `match` arm is `pattern => value`: `"low" => 1`, `"a" | "b" => 2`, `_ => 0`'
     if tok.type == "DURATION" and prev is not None and prev.type in ("MINUS", "MINUS_NL"):
         # `match d { -1m => … }`: only a number pattern takes a sign
@@ -214,10 +220,6 @@ def _match_hint(tok: Any, expected: set[str], prev: Tok | None, sc: Scanner) -> 
         if prev is not None and prev.type == "NAME" and prev.value == "case":
             return f"there is no `case`: {arm}"
         return arm
-    if prev is not None and prev.type == "LBRACE" and tok.type == "RBRACE" and "NULL" in expected:
-        before = sc.text[max(0, tok.start - sc.ob - 200) : tok.start - sc.ob]
-        if re.search(r"\bmatch\b[^{]*\{\s*$", before):
-            return f"a `match` needs at least one arm; {arm}"
     line = _line_before(sc, tok)
     if tok.type == "COMMA" and _MATCH_CALL_BEFORE.search(line):
         return (
@@ -793,7 +795,7 @@ def unexpected(
             depth=len(sc.stack),
             hint=_parallel_tolerate_hint(sc, tok),
         )
-    in_fn = fn_error(tok, expected, sc, values)
+    in_fn = fn_error(tok, expected, sc, values) or slip_error(tok, expected, sc, values, found)
     if in_fn is not None:
         return SynErr(
             in_fn[0], in_fn[1], resume=tok.end - sc.ob, depth=len(sc.stack), hint=in_fn[2]

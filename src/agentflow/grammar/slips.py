@@ -1,0 +1,198 @@
+"""Syntax slips told in the user's terms where the generic "expected …, found …" would speak of
+the grammar (the parser read the text as something else): a ``parallel map`` with its ``limit``
+before ``map``, a ``parallel`` branch without its name (docs/reference/control.md), the
+patterns of a ``match`` (no arm, a pattern that is not a literal, ``||`` or ``|,``, arms
+without commas; docs/reference/expressions.md "match"), and a comma before the first item of an
+``import`` or a call's arguments or a function's parameters. Each gives the message, the span
+of the token the slip is at and a hint with the fix."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from agentflow.core.spans import Span
+from agentflow.grammar.scanner import Scanner, Tok
+
+__all__ = ["slip_error"]
+
+#: the terminals that start a `match` pattern (`match_alt` of grammar/flow.lark)
+_PATTERN_STARTS = {"STRING", "NUMBER", "MINUS", "DURATION", "TRUE", "FALSE", "NULL", "NAME"}
+#: the terminals that start an expression and never a pattern
+_EXPRESSION_ONLY = {"LSQB", "LPAR", "IF", "MAP", "NOT"}
+
+_ARM = 'a `match` arm is `pattern => value`: `"low" => 1`, `"a" | "b" => 2`, `_ => 0`'
+_PATTERN = (
+    'a pattern is a literal (`"low"`, `1`, `-1`, `5m`, `true`, `null`), literals joined by '
+    '`|` (`"a" | "b"`), or `_` for every other value'
+)
+
+Slip = tuple[str, Span, str]
+
+
+def _type(v: Any) -> str | None:
+    return v.type if isinstance(v, Tok) else None
+
+
+def _match_brace(values: list[Any]) -> int | None:
+    """The index on the driver's value stack ``values`` of the ``{`` of the ``match`` whose
+    arms the parser is in (``match subject {``), or None."""
+    for i in range(len(values) - 1, 1, -1):
+        if _type(values[i]) == "LBRACE":
+            if _type(values[i - 2]) == "MATCH" and not isinstance(values[i - 1], Tok):
+                return i
+            return None
+    return None
+
+
+def _in_patterns(expected: set[str], values: list[Any]) -> int | None:
+    """The index of the ``match``'s ``{`` when the parser waits for a pattern there."""
+    if not _PATTERN_STARTS <= expected or expected & _EXPRESSION_ONLY:
+        return None
+    return _match_brace(values)
+
+
+def _pattern_slip(tok: Tok, expected: set[str], values: list[Any], found: str) -> Slip | None:
+    """The slips of a ``match``'s patterns: no arm, ``||``, ``|,``, a pattern that is not a
+    literal (``[1] =>``)."""
+    brace = _in_patterns(expected, values)
+    if brace is None:
+        return None
+    last = _type(values[-1])
+    if tok.type == "RBRACE" and brace == len(values) - 1:
+        return ("a `match` needs at least one arm", tok.span, _ARM)
+    if last == "PIPE" and tok.type == "PIPE":
+        return (
+            "patterns are joined with one `|`, found `||`",
+            tok.span,
+            "write `1 | 2 => …`: one `|` joins the patterns of an arm (`.flow` has no `||`; "
+            "`or` joins two conditions)",
+        )
+    if last == "PIPE":
+        return (
+            f"expected a pattern after `|`, found {found}",
+            tok.span,
+            "`|` joins two patterns of one arm (`1 | 2 => …`) and `,` ends the arm: write the "
+            "pattern after `|`, or drop the `|`",
+        )
+    return (f"expected a pattern, found {found}", tok.span, f"{_PATTERN}; {_ARM}")
+
+
+def _previous_line(sc: Scanner, tok: Tok) -> str:
+    """The last non-blank line before ``tok``, stripped of blanks and a ``//`` comment."""
+    before = sc.text[: tok.start - sc.ob].rstrip()
+    line = before.rsplit("\n", 1)[-1]
+    return re.sub(r"\s*//.*$", "", line).strip()
+
+
+def _arms_without_comma(
+    tok: Tok, expected: set[str], values: list[Any], sc: Scanner
+) -> Slip | None:
+    """An arm on the line after the last without a comma between them (docs/decisions.md
+    "The arms of a `match` are separated by commas")."""
+    if not tok.bol or not {"COMMA", "RBRACE"} <= expected:
+        return None
+    brace = _match_brace_before(values, sc)
+    if brace is None:
+        return None
+    prev = _previous_line(sc, tok)
+    return (
+        "expected `,` between two arms of a `match`",
+        tok.span,
+        f"end the arm before with a comma (`{prev},`): the arms of a `match` are separated by "
+        "`,`, on one line or on lines of their own",
+    )
+
+
+def _match_brace_before(values: list[Any], sc: Scanner) -> int | None:
+    """The index of the ``{`` of the ``match`` whose arm's value the parser just read (``match
+    subject { … pattern => value``), that ``{`` the innermost bracket open, or None."""
+    for i in range(len(values) - 1, 1, -1):
+        if _type(values[i]) == "FATARROW":
+            brace = _match_brace(values[:i])
+            if brace is not None and sc.stack and sc.stack[-1] is values[brace]:
+                return brace
+            return None
+    return None
+
+
+def _parallel_slip(tok: Tok, expected: set[str], values: list[Any], sc: Scanner) -> Slip | None:
+    """``parallel limit 2 map xs as x { … }`` (``limit`` goes after ``as x``) and a branch of a
+    ``parallel`` block without its name (``parallel { f(…), g(…) }``)."""
+    kinds = [_type(v) for v in values[-3:]]
+    if (
+        kinds[:2] == ["PARALLEL", "LIMIT"]
+        and kinds[2] is None
+        and tok.type in ("NAME", "MAP")
+        and tok.value == "map"
+    ):
+        limit = values[-2]
+        n = sc.text[limit.end - sc.ob : tok.start - sc.ob].strip()
+        rest = sc.text[tok.end - sc.ob :].split("\n", 1)[0]
+        m = re.match(r"\s*(.+?)\s+as\s+([A-Za-z_][A-Za-z0-9_]*)", rest)
+        head = f"{m.group(1)} as {m.group(2)}" if m else "xs as x"
+        return (
+            "the `limit` of a `parallel map` is written after `as NAME`, before the body",
+            limit.span,
+            f"write `parallel map {head} limit {n} {{ … }}` (docs/reference/control.md); "
+            "`parallel limit N { a: …, b: … }` is the block of named branches",
+        )
+    if "COLON" not in expected or tok.type == "COLON" or not values:
+        return None
+    name = values[-1]
+    if _type(name) != "NAME":
+        return None
+    i = len(values) - 2
+    if i >= 0 and not isinstance(values[i], Tok):
+        i -= 1  # the branches before this one
+    if i < 1 or _type(values[i]) != "LBRACE":
+        return None
+    opener = [_type(v) for v in values[max(0, i - 3) : i]]
+    if opener[-1:] != ["PARALLEL"] and opener[-3:-1] != ["PARALLEL", "LIMIT"]:
+        return None
+    return (
+        "a branch of a `parallel` block has a name: `name: expression`",
+        name.span,
+        "write `parallel { a: f(…), b: g(…) }`: the block's value is an object with one field "
+        "per branch, by its name",
+    )
+
+
+def _leading_comma(tok: Tok, values: list[Any]) -> Slip | None:
+    """``import { , A }``, ``f(,1)``, ``fn f(, x: int)``: a comma before the first item, with
+    the hint a list's ``[,1]`` gets."""
+    if tok.type != "COMMA" or len(values) < 2:
+        return None
+    last, before = _type(values[-1]), values[-2]
+    what: tuple[str, str] | None = None
+    if last == "LBRACE" and _type(before) == "IMPORT":
+        what = ("a name", "imported names")
+    elif last in ("LPAR", "LPAR_NL") and not isinstance(before, Tok):
+        what = ("an argument", "arguments")
+    elif last == "LPAR" and _type(before) == "NAME" and len(values) >= 3:
+        if _type(values[-3]) == "FN" or (_type(values[-3]) == "TOOL"):
+            what = ("a parameter", "parameters")
+    if what is None:
+        return None
+    return (
+        f"expected {what[0]} before `,`",
+        tok.span,
+        f"one comma separates two {what[1]}: remove this one",
+    )
+
+
+def slip_error(
+    tok: Any, expected: set[str], sc: Scanner, values: list[Any] | None, found: str
+) -> Slip | None:
+    """``(message, span, hint)`` for a slip of :mod:`this module's <.slips>` list the parser
+    stopped at ``tok`` (expecting the terminals ``expected``; ``values`` the driver's value
+    stack; ``found`` the words for ``tok``), or None."""
+    if not isinstance(tok, Tok):
+        return None
+    vals = values or []
+    return (
+        _leading_comma(tok, vals)
+        or _parallel_slip(tok, expected, vals, sc)
+        or _pattern_slip(tok, expected, vals, found)
+        or _arms_without_comma(tok, expected, vals, sc)
+    )
