@@ -175,8 +175,10 @@ from agentflow.errors import (  # noqa: E402
     ContractError,
     FlowError,
     InputMismatch,
+    ErrorInfo,
     Interrupted,
     PlanLoadError,
+    RunError,
 )
 
 
@@ -611,6 +613,9 @@ def run(
             result, interrupted = cast("api.RunResult", e.result), e  # what Interrupted carries
     except api.CompileError as e:
         _err(_render(e.diagnostics, e.sources, "text"))
+        sys.exit(1)
+    except RunError as e:  # a step that cannot run, found before the run starts
+        _show_run_error(ErrorInfo(e.code, e.message, e.step_path, e.source, where=e.where), target)
         sys.exit(1)
     except FlowError as e:
         _err(error_text(e))
