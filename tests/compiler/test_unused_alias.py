@@ -9,7 +9,9 @@ from agentflow.compiler.api import check_source
 
 def _unused(text: str) -> list[tuple[int, str, str | None]]:
     result = check_source(text, "u.flow")
-    return [(d.span.line, d.message, d.hint) for d in result.diagnostics if d.code == "unused-alias"]
+    return [
+        (d.span.line, d.message, d.hint) for d in result.diagnostics if d.code == "unused-alias"
+    ]
 
 
 def test_an_unused_agent_alias_hints_removing_or_calling_it():

@@ -173,9 +173,9 @@ from agentflow.core.diagnostics import Diagnostic, did_you_mean  # noqa: E402
 from agentflow.core.redaction import RedactingStream, register_environment  # noqa: E402
 from agentflow.errors import (  # noqa: E402
     ContractError,
+    ErrorInfo,
     FlowError,
     InputMismatch,
-    ErrorInfo,
     Interrupted,
     PlanLoadError,
     RunError,

@@ -283,9 +283,7 @@ def signature_mismatch(
             extra = schema.get("additionalProperties", None)
             closed = props is not None and (extra is None or extra is False)
             required = schema.get("required")
-            missing = [
-                k for k in (required if isinstance(required, list) else []) if k not in inp
-            ]
+            missing = [k for k in (required if isinstance(required, list) else []) if k not in inp]
             unknown = [k for k in inp if closed and props is not None and k not in props]
             if not missing and not unknown:
                 continue
