@@ -412,7 +412,9 @@ class DeclarationChecks(CheckerShared):
         of it is already ``unknown-stub-target``; another file cannot import it). Not reported
         in a file with a syntax error (the call may be in the item that failed), nor for a
         name that starts with ``_``."""
-        if any(isinstance(i, ast.ErrorItem) for i in self.module.items):
+        if any(isinstance(i, ast.ErrorItem) for i in self.module.items) or any(
+            d.code == D.SYNTAX_ERROR for d in self.diags
+        ):
             return
         used = {sym.name for sym in self.refs.values() if sym.kind == "use"}
         for alias, item in self.uses.items():
