@@ -262,7 +262,10 @@ async def run(
     the plan needs a model and none is configured;
     :class:`PlanLoadError` when a tool name or ``tools`` pattern does not resolve against the
     catalog (built by :func:`build_catalog` unless given; its MCP connections are closed when the
-    run ends).
+    run ends), or when a literal argument breaks its tool's input schema; :class:`RunError`
+    (code ``validation``, at the step) when a step compiled from a `.flow` calls a tool with
+    argument names its schema cannot take — an ``extern tool`` declared with another signature
+    (docs/reference/errors.md "A tool declared with another signature").
     """
     # the slow part of a first call (compiling a `.flow`, reading flow.toml, building the
     # catalog, importing user tool modules) runs on a worker thread: the caller's event loop is

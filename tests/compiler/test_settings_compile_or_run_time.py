@@ -118,7 +118,8 @@ def test_a_computed_max_iterations_is_a_template_the_run_checks(scripted_config)
     ],
 )
 def test_a_constant_out_of_range_is_an_invalid_value(source, message):
-    (diag,) = check_source(source, "s.flow").diagnostics
+    diags = check_source(source, "s.flow").diagnostics
+    (diag,) = [d for d in diags if d.code != "unused-alias"]  # the header's agent is not called
     assert (diag.code, diag.message) == ("invalid-value", message)
 
 

@@ -939,3 +939,22 @@ def test_stub_judge_hints_at_stubbing_the_let_that_holds_it():
         "a judge is stubbed through the `let` that holds its result: "
         "`let kept = filter … where judge …`, then `stub step kept returns …`"
     )
+
+
+@pytest.mark.parametrize(
+    "clause, after",
+    [
+        ('agent(r) {\n    task "Rank"\n    retry 1\n  }', "1"),
+        ('agent(r) {\n    task "Rank"\n    retry 3 times\n  }', "3"),
+        ('read_file(path: "a.md") retry 2', "2"),
+    ],
+)
+def test_retry_with_a_bare_count_hints_the_object_it_takes(clause: str, after: str):
+    # `retry 1` of a user who guessed the syntax: agents.md "retry { attempts: N, on: [codes] }"
+    text = f'use agent "r" as r\nstage s -> json {{\n  return {clause}\n}}'
+    d = _first(text)
+    assert d.message == f"expected `{{`, found the number `{after}`"
+    assert d.hint == (
+        f"`retry` takes an object: `retry {{ attempts: {after} }}`, "
+        f"or `retry {{ attempts: {after}, on: [timeout, transient] }}` to name the errors"
+    )

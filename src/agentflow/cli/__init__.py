@@ -173,9 +173,11 @@ from agentflow.cli.common import (  # noqa: E402
 from agentflow.core.diagnostics import Diagnostic  # noqa: E402
 from agentflow.core.redaction import RedactingStream, register_environment  # noqa: E402
 from agentflow.errors import (  # noqa: E402
+    ErrorInfo,
     FlowError,
     InputMismatch,
     Interrupted,
+    RunError,
 )
 
 
@@ -558,6 +560,9 @@ def run(
             result, interrupted = cast("api.RunResult", e.result), e  # what Interrupted carries
     except api.CompileError as e:
         _err(_render(e.diagnostics, e.sources, "text"))
+        sys.exit(1)
+    except RunError as e:  # a step that cannot run, found before the run starts
+        _show_run_error(ErrorInfo(e.code, e.message, e.step_path, e.source, where=e.where), target)
         sys.exit(1)
     except FlowError as e:
         _err(error_text(e))

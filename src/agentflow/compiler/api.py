@@ -23,6 +23,7 @@ def check_source(text: str, file: str = "<input>") -> CheckResult:
     Returns the :class:`CheckResult`, whose ``diagnostics`` include the syntax errors.
     """
     # the parser (lark and its tables, ~70 ms) loads on first use, not when `flowc` starts
+    from agentflow.compiler.division_comments import division_comments
     from agentflow.grammar.parser import parse_module
 
     # one pause of the cyclic collector for parse and check together (both allocate many
@@ -31,7 +32,7 @@ def check_source(text: str, file: str = "<input>") -> CheckResult:
     gc.disable()
     try:
         module, parse_diags = parse_module(text, file)
-        return check_parsed(module, parse_diags)
+        return check_parsed(module, parse_diags + division_comments(text, file))
     finally:
         if was_enabled:
             gc.enable()

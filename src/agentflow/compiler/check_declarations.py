@@ -407,6 +407,27 @@ class DeclarationChecks(CheckerShared):
         blocks = [i for i in self.items if isinstance(i, ast.EvalDecl)]
         self.evals = check_evals(self, blocks, self.output_type)
 
+    def check_unused_uses(self) -> None:
+        """``unused-alias``: a ``use agent`` / ``use team`` alias no agent call names (a stub
+        of it is already ``unknown-stub-target``; another file cannot import it). Not reported
+        in a file with a syntax error (the call may be in the item that failed), nor for a
+        name that starts with ``_``."""
+        if any(isinstance(i, ast.ErrorItem) for i in self.module.items) or any(
+            d.code == D.SYNTAX_ERROR for d in self.diags
+        ):
+            return
+        used = {sym.name for sym in self.refs.values() if sym.kind == "use"}
+        for alias, item in self.uses.items():
+            if alias in used or alias.startswith("_"):
+                continue
+            call = "agent({0}) {{ … }}" if item.kind == "agent" else "agent({0}.main) {{ … }}"
+            self.report(
+                D.UNUSED_ALIAS,
+                f"`{alias}` is never called: no `agent(…)` names this `use {item.kind}` alias",
+                item.alias.span,
+                hint=f"remove it, or call it: `{call.format(alias)}`",
+            )
+
 
 #: a name to suggest for a type that redefines a built-in one
 _OTHER_NAMES = {"Verdict": "Decision", "Error": "Problem", "Outcome": "Result"}

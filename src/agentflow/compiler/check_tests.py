@@ -671,9 +671,10 @@ def _check_stub(
             return
     for fails in _failures(stub):
         _agent_code(checker, stub, fails)
+    every = targets
     if stub.kind == "agent":  # a `stub stage` of the same test answers its stage's agents first
         targets = [c for c in targets if c.stage not in staged]
-    hint = _agent_stub_hint(checker, stub, targets)
+    hint = _agent_stub_hint(checker, stub, targets) or _staged_stub_hint(stub, every, targets)
     for value in _values(stub):
         if not _constant(checker, value, "a stub's value", case):
             continue
@@ -724,6 +725,30 @@ def _agent_stub_hint(
         f"`stub agent {name}` answers every call of `{name}`, which expects {each}: stub one "
         f"stage with {by_stage}, or give each contract its own alias "
         f'(`use agent "{target}" as …`)'
+    )
+
+
+def _staged_stub_hint(
+    stub: ast.TestStub, every: list[AgentCall], targets: list[AgentCall]
+) -> str | None:
+    """The fix for a ``stub agent A`` that does not fit when ``A`` is used with several contracts
+    but a ``stub stage`` of the same test answers some of them first: the agent stub answers
+    only the other stages' calls, so each stage is stubbed on its own."""
+    if stub.kind != "agent" or not targets or len({type_str(c.type) for c in every}) < 2:
+        return None
+    name = stub.target.name
+    kept = {id(c) for c in targets}
+    staged = list(dict.fromkeys(c.stage for c in every if id(c) not in kept))
+    left = list(dict.fromkeys(c.stage for c in targets))
+    wants = ", ".join(dict.fromkeys(f"`{type_str(c.type)}`" for c in targets))
+    stubs = ", ".join(f"`stub stage {x}`" for x in staged)
+    return (
+        f"{stubs} answer{'s' if len(staged) == 1 else ''} the agents of "
+        f"{'that stage' if len(staged) == 1 else 'those stages'} first, so `stub agent {name}` "
+        f"answers only its calls in {', '.join(f'`{x}`' for x in left)}, which expect {wants}: "
+        f"stub each stage on its own ("
+        + ", ".join(f"`stub stage {x} returns …`" for x in left)
+        + ")"
     )
 
 

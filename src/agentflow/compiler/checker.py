@@ -279,6 +279,7 @@ class Checker(
         self.check_output()
         self.check_test_blocks()
         self.check_eval_blocks()
+        self.check_unused_uses()
         return self.result()
 
     def result(self) -> CheckResult:

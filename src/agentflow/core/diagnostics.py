@@ -81,6 +81,14 @@ EFFECTFUL_GATE = _register(
 UNTYPED_TOOL = _register("untyped-tool", "warning", "a catalog tool with no declared signature")
 UNREACHABLE_CODE = _register("unreachable-code", "warning", "code after `return` or `fail`")
 UNUSED_VARIABLE = _register("unused-variable", "warning", "a `let` that is never read")
+COMMENT_LOOKS_LIKE_DIVISION = _register(
+    "comment-looks-like-division",
+    "warning",
+    "a `//` comment after an operand whose text is a divisor (`input.n // 2`)",
+)
+UNUSED_ALIAS = _register(
+    "unused-alias", "warning", "a `use agent` or `use team` alias that no agent call names"
+)
 UNSUPPORTED_CONSTRUCT = _register(
     "unsupported-construct", "error", "a construct `flowc compile` cannot lower yet"
 )

@@ -46,6 +46,7 @@ from agentflow.core.vocabulary import (
 from agentflow.core.vocabulary import KEYWORD_TERMINALS as KEYWORDS
 from agentflow.core.vocabulary import RESERVED_WORDS as _RESERVED
 from agentflow.grammar import ast
+from agentflow.grammar.division import floor_hint
 
 __all__ = [
     "KEYWORDS",
@@ -661,6 +662,11 @@ class Scanner:
                 tok = Tok(
                     "DURATION", text[i:j], i + ob, j + ob, line, i - ls + 1, line, j - ls + 1, file
                 )
+            elif kind in ("doc", "comment") and stop == "}" and not raw and "}" in text[i:j]:
+                # `"${7 // 2}"`: Python's integer division, read as a comment that hides the `}`
+                message = "`//` starts a comment and cannot be inside `${…}`"
+                hint = floor_hint(text[text.rfind("${", 0, i) + 2 : i], text[i + 2 : j])
+                raise self.error(message, i, i + 2, line, ls, hint=hint)
             elif kind == "doc" or kind == "comment":
                 if module and kind == "doc":
                     d = text[i:j][3:]

@@ -421,6 +421,13 @@ def _syntax_hint(
     if prev.type == "AGENT" and "LPAR" in expected:
         target = tok.value if typ == "NAME" else "target"
         return f"the agent's target goes in parentheses: `agent({target}) {{ … }}`"
+    if prev.type == "RETRY" and typ in ("NUMBER", "NAME") and "LBRACE" in expected:
+        # `retry 1`, `retry 3 times`: the attempts (and the codes) are the fields of an object
+        n = tok.value if typ == "NUMBER" else "1"
+        return (
+            f"`retry` takes an object: `retry {{ attempts: {n} }}`, "
+            f"or `retry {{ attempts: {n}, on: [timeout, transient] }}` to name the errors"
+        )
     if typ == "COLON" and prev.type in _CLAUSE_EXAMPLE and in_agent_block:
         return f"agent clauses take no colon: `{_CLAUSE_EXAMPLE[prev.type]}`"
     if (

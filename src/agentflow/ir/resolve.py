@@ -258,6 +258,62 @@ def check_arguments(plan: Plan, schemas: dict[str, dict[str, Any]]) -> list[Diag
     return problems
 
 
+def signature_mismatch(
+    plan: Plan, schemas: dict[str, dict[str, Any]]
+) -> tuple[str, str, str | None, str] | None:
+    """The first step compiled from a `.flow` (its ``meta.stage`` set) whose argument names
+    cannot match its tool's input schema — a required argument left out, or an argument the
+    schema does not name: the `.flow` declared the tool (``extern tool``) with another
+    signature than the tool has. ``(step path, the step in the .flow's terms, its meta.source,
+    message)``, the message naming the tool and the arguments as the `.flow` writes them; None
+    when every step's names fit (values are :func:`check_arguments`' concern).
+    docs/reference/errors.md "A tool declared with another signature"."""
+    for p in [plan, *plan.plans.values()]:
+        for _spath, path, step in walk_steps(p):
+            tool = step.tool_name
+            schema = schemas.get(tool) if isinstance(tool, str) else None
+            meta = step.meta if isinstance(step.meta, dict) else {}
+            inp = step.input
+            if tool in CONTROL_STEPS or not isinstance(schema, dict) or not meta.get("stage"):
+                continue
+            if not isinstance(inp, dict):
+                continue
+            props = schema.get("properties")
+            props = props if isinstance(props, dict) else None
+            extra = schema.get("additionalProperties", None)
+            closed = props is not None and (extra is None or extra is False)
+            required = schema.get("required")
+            missing = [k for k in (required if isinstance(required, list) else []) if k not in inp]
+            unknown = [k for k in inp if closed and props is not None and k not in props]
+            if not missing and not unknown:
+                continue
+            parts = []
+            if missing:
+                parts.append(f"needs the {_names('argument', missing)}")
+            if unknown:
+                parts.append(f"has no {_names('parameter', unknown)}")
+            params = ", ".join(f"`{k}`" for k in props) if props else "none"
+            message = (
+                f"`{tool}` {' and '.join(parts)} (its parameters: {params}): the `.flow` "
+                f"declares it with another signature than the tool has, so no call of it can "
+                f"pass; make its `extern tool {tool}(…)` match the tool"
+            )
+            source = meta.get("source")
+            return (
+                path,
+                _shown_step(path, step, None),
+                source if isinstance(source, str) else None,
+                message,
+            )
+    return None
+
+
+def _names(what: str, names: list[str]) -> str:
+    """``argument `a```, ``arguments `a`, `b```."""
+    listed = ", ".join(f"`{n}`" for n in names)
+    return f"{what}{'s' if len(names) > 1 else ''} {listed}"
+
+
 def _has_template(value: Any) -> bool:
     if isinstance(value, str):
         return "{{" in value

@@ -29,6 +29,7 @@ from typing import Any
 
 from agentflow.compiler.api import check_source
 from agentflow.compiler.checker import CheckResult, ToolSig
+from agentflow.compiler.division_comments import division_comments
 from agentflow.compiler.imports import Importer, check_parsed
 from agentflow.core.diagnostics import Diagnostic
 from agentflow.core.spans import Span
@@ -164,6 +165,7 @@ def analyze(text: str, file: str, parser: Any = None, importer: Importer | None 
     try:
         module, diags = parser.parse(text)
         parser.memo.text = text
+        diags = diags + division_comments(text, file)
         return Analysis(text, check_parsed(module, diags, importer, memo=parser.memo))
     finally:
         if was_enabled:

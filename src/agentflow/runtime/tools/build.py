@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentflow.core.diagnostics import Diagnostic
-from agentflow.core.vocabulary import duration_ms
+from agentflow.core.vocabulary import Code, duration_ms
 from agentflow.errors import PlanLoadError, RunError
 from agentflow.ir.loader import check_plan_cycles
-from agentflow.ir.resolve import check_arguments, resolve_tools
+from agentflow.ir.resolve import check_arguments, resolve_tools, signature_mismatch
 from agentflow.ir.validate import CONTROL_STEPS, walk_steps
 from agentflow.runtime.config import Config
 from agentflow.runtime.config_errors import key_location
@@ -174,17 +174,23 @@ def plan_argument_problems(plan: Any, catalog: Catalog) -> list[Diagnostic]:
     knows now (:func:`agentflow.ir.resolve.check_arguments`): builtin and user tools always, an
     MCP server's tools once it is connected (a server not connected is not asked: its tools'
     arguments are checked when they are called)."""
+    return check_arguments(plan, _input_schemas(plan, catalog))
+
+
+def _input_schemas(plan: Any, catalog: Catalog) -> dict[str, dict[str, Any]]:
+    """The input schema of each tool the plan's ordinary steps name that ``catalog`` knows now
+    (builtin and user tools; an MCP server's once it is connected)."""
     names: set[str] = set()
     for p in [plan, *(getattr(plan, "plans", None) or {}).values()]:
         for _path, _label, step in walk_steps(p):
             if isinstance(step.tool_name, str) and step.tool_name not in CONTROL_STEPS:
                 names.add(step.tool_name)
-    schemas = {}
+    schemas: dict[str, dict[str, Any]] = {}
     for name in sorted(names):
         tool = catalog.get(name)
         if tool is not None and tool.source in ("mcp", "user", "builtin"):
             schemas[name] = tool.input_schema
-    return check_arguments(plan, schemas)
+    return schemas
 
 
 def plan_load_problems(plan: Any, catalog: Catalog, config: Any = None) -> list[Diagnostic]:
@@ -235,6 +241,14 @@ async def check_plan_arguments(plan: Any, catalog: Catalog, config: Any = None) 
             await asyncio.wait_for(asyncio.shield(attempt), limit)
         except (RunError, TimeoutError):
             pass
+    mismatch = signature_mismatch(plan, _input_schemas(plan, catalog))
+    if mismatch is not None:
+        # a `.flow` step whose tool was declared with another signature: the run's failure,
+        # in the `.flow`'s terms, before any step runs (docs/reference/errors.md)
+        path, label, source, message = mismatch
+        error = RunError(Code.VALIDATION, message, path, source)
+        error.where = {"label": label}
+        raise error
     problems = plan_load_problems(plan, catalog, config)
     if problems:
         raise PlanLoadError(problems)
