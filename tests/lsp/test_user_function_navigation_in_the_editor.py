@@ -195,7 +195,8 @@ def test_a_function_rename_that_clashes_in_an_importer_is_refused(editor):
     [
         ("twice", "a function named `twice` already exists"),
         ("upper", "`upper` is a library function"),
-        ("match", "`match` is a keyword"),
+        ("map", "`map\\(…\\)` reads as the language's `map`"),
+        ("if", "`if` is a reserved word"),
         ("2x", "`2x` is not a valid name"),
     ],
 )
@@ -203,6 +204,41 @@ def test_a_function_rename_that_would_clash_is_refused(editor, new, why):
     c, lib, _main = editor
     with pytest.raises(LspError, match=why):
         ask(c, "textDocument/rename", lib, pos(LIB, "rank(s: Severity)"), newName=new)
+
+
+@pytest.mark.parametrize("new", ["score", "model", "then", "tolerate", "stub", "none", "flow"])
+def test_a_contextual_keyword_is_a_valid_new_name_for_a_function_parameter_or_let(editor, new):
+    """Keywords other than the reserved ones are names wherever the grammar does not expect
+    them (docs/reference/lexical.md): `flowc check` accepts each as a function, parameter or
+    `let` name, so rename does too."""
+    c, lib, main = editor
+    for uri, text, at in (
+        (lib, LIB, "rank(s: Severity)"),
+        (lib, LIB, "k: int"),
+        (main, MAIN, 'k = "many"'),
+    ):
+        edit = ask(c, "textDocument/rename", uri, pos(text, at), newName=new)
+        assert edit["changes"][uri] and all(e["newText"] == new for e in edit["changes"][uri])
+
+
+@pytest.mark.parametrize("new", ["let", "if", "not", "null"])
+def test_a_reserved_word_is_refused_as_a_new_name(editor, new):
+    c, lib, main = editor
+    for uri, text, at in (
+        (lib, LIB, "rank(s: Severity)"),
+        (lib, LIB, "k: int"),
+        (main, MAIN, 'k = "many"'),
+        (lib, LIB, "Severity ="),
+    ):
+        with pytest.raises(LspError, match=f"`{new}` is a reserved word"):
+            ask(c, "textDocument/rename", uri, pos(text, at), newName=new)
+
+
+def test_a_contextual_keyword_the_grammar_reads_there_is_refused(editor):
+    """`map` starts an expression: `let map = …` does not parse, so the rename says so."""
+    c, _lib, main = editor
+    with pytest.raises(LspError, match="`map` is read as a keyword there"):
+        ask(c, "textDocument/rename", main, pos(MAIN, 'k = "many"'), newName="map")
 
 
 def test_an_imported_function_is_renamed_in_its_own_file(editor):

@@ -103,9 +103,9 @@ class Analysis:
         """Every span a rename of what is under ``offset`` rewrites, or None."""
         return navigation.references_for_rename(self, offset)
 
-    def rename_problem(self, offset: int, new: str, keywords: frozenset[str]) -> str | None:
+    def rename_problem(self, offset: int, new: str) -> str | None:
         """Why renaming what is under ``offset`` to ``new`` must be refused, or None."""
-        return navigation.rename_problem(self, offset, new, keywords)
+        return navigation.rename_problem(self, offset, new)
 
     def own_function(self, offset: int) -> str | None:
         """The name of the user function under ``offset`` when this file declares it (its

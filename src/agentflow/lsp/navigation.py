@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentflow.compiler.checker import Symbol, ToolSig
 from agentflow.core.spans import Span
-from agentflow.core.vocabulary import BUILTIN_TYPES
+from agentflow.core.vocabulary import BUILTIN_TYPES, RESERVED_WORDS
 from agentflow.grammar import ast
 from agentflow.lsp import locate, user_functions
 
@@ -26,6 +26,9 @@ IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 #: value bindings a rename may change (``input`` and the implicit ``index`` may not)
 _RENAMABLE = frozenset({"let", "loopvar", "acc", "stage", "use", "param"})
+
+#: why a reserved word (never a name: docs/reference/lexical.md "Keywords") is refused
+_RESERVED = "`{new}` is a reserved word: it is never a name"
 
 
 def definition(a: Analysis, offset: int) -> Span | None:
@@ -329,12 +332,14 @@ def references_for_rename(a: Analysis, offset: int) -> list[Span] | None:
     return references(a, offset, include_declaration=True)
 
 
-def rename_problem(a: Analysis, offset: int, new: str, keywords: frozenset[str]) -> str | None:
+def rename_problem(a: Analysis, offset: int, new: str) -> str | None:
     """Why renaming what is under ``offset`` to ``new`` must be refused, or None when it
     is safe (LSP ``textDocument/rename``).
 
-    Refused: a target that cannot be renamed; a ``new`` that is not an identifier or is one
-    of ``keywords``; for a user function, what
+    Refused: a target that cannot be renamed; a ``new`` that is not an identifier or is a
+    reserved word (:data:`~agentflow.core.vocabulary.RESERVED_WORDS`: a contextual keyword is a
+    name wherever the grammar does not expect it, docs/reference/lexical.md, and the re-check
+    below refuses one the grammar would read as its keyword there); for a user function, what
     :func:`agentflow.lsp.user_functions.rename_problem` refuses; for a type, a built-in or
     already declared type name; for a value binding (``let``, loop variable, stage, ``use``
     alias, function parameter), ``input``, a stage or ``use`` alias name, another parameter
@@ -347,8 +352,8 @@ def rename_problem(a: Analysis, offset: int, new: str, keywords: frozenset[str])
     if user_functions.function_under(a, offset) is not None:
         if not IDENT_RE.match(new):
             return f"`{new}` is not a valid name"
-        if new in keywords:
-            return f"`{new}` is a keyword"
+        if new in RESERVED_WORDS:
+            return _RESERVED.format(new=new)
         problem = user_functions.rename_problem(a, offset, new)
         if problem is not None or rt is None or new == rt[1]:
             return problem
@@ -365,8 +370,8 @@ def rename_problem(a: Analysis, offset: int, new: str, keywords: frozenset[str])
     kind, old, _span = rt
     if not IDENT_RE.match(new):
         return f"`{new}` is not a valid name"
-    if new in keywords:
-        return f"`{new}` is a keyword"
+    if new in RESERVED_WORDS:
+        return _RESERVED.format(new=new)
     if new == old:
         return None
     spans = references_for_rename(a, offset) or []
@@ -460,9 +465,11 @@ def semantic_change(a: Analysis, kind: str, old: str, new: str, spans: list[Span
     before_sig = _resolution(a)
     after_sig = _resolution(after)
     what = f"renaming `{old}` to `{new}`"
+    before_errs, after_errs = _error_counts(a), _error_counts(after)
+    if after_errs["syntax-error"] > before_errs["syntax-error"]:  # a keyword where it is read
+        return f"`{new}` is read as a keyword there: {what} would not parse"
     if before_sig != after_sig:
         return f"{what} would change what names refer to"
-    before_errs, after_errs = _error_counts(a), _error_counts(after)
     for d in after.result.diagnostics:
         if d.severity == "error" and after_errs[d.code] > before_errs[d.code]:
             return f"{what} would make the program invalid: {d.message}"

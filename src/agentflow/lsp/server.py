@@ -63,7 +63,6 @@ from agentflow.core.diagnostics import Diagnostic
 from agentflow.core.redaction import RedactingStream, redact, register_environment
 from agentflow.core.spans import Span
 from agentflow.core.version import __version__
-from agentflow.core.vocabulary import KEYWORDS
 from agentflow.errors import PlanLoadError
 from agentflow.ir.graph import render
 from agentflow.ir.loader import load_plan_data
@@ -875,7 +874,7 @@ def create_server() -> FlowLanguageServer:
         if got is None:
             return None
         analysis, index, offset = got
-        problem = analysis.rename_problem(offset, params.new_name, KEYWORDS)
+        problem = analysis.rename_problem(offset, params.new_name)
         if problem is not None:
             raise JsonRpcInvalidParams(f"cannot rename: {problem}")
         new = params.new_name
