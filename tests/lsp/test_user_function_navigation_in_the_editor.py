@@ -190,6 +190,50 @@ def test_a_function_rename_that_clashes_in_an_importer_is_refused(editor):
         ask(c, "textDocument/rename", lib, pos(LIB, "rank(s: Severity)"), newName="Severity")
 
 
+def edits(edit: dict, uri: str, text: str) -> str:
+    """``text`` with the rename's edits for ``uri`` applied."""
+    index = LineIndex(text, "utf-16")
+    out = text
+    for e in sorted(
+        edit["changes"][uri],
+        key=lambda e: (e["range"]["start"]["line"], e["range"]["start"]["character"]),
+        reverse=True,
+    ):
+        r = e["range"]
+        start = index.offset(r["start"]["line"], r["start"]["character"])
+        end = index.offset(r["end"]["line"], r["end"]["character"])
+        out = out[:start] + e["newText"] + out[end:]
+    return out
+
+
+def test_a_type_rename_in_its_file_reaches_the_open_files_importing_it(editor):
+    """Renaming `Severity` in lib.flow rewrites main.flow's `import { rank, Severity }` and its
+    uses there; a file importing it `as Level` changes only the name in its braces."""
+    c, lib, main = editor
+    aliased = main.replace("main.flow", "aliased.flow")
+    text = (
+        'import { Severity as Level } from "./lib.flow"\n'
+        "input { level: Level }\n"
+        "stage a -> Level { return input.level }\n"
+    )
+    c.open(aliased, text)
+    c.wait_notification(
+        "textDocument/publishDiagnostics", lambda p: p["uri"] == aliased, timeout=30
+    )
+    try:
+        edit = ask(c, "textDocument/rename", lib, pos(LIB, "Severity ="), newName="Urgency")
+        assert "Severity" not in edits(edit, lib, LIB)
+        assert edits(edit, main, MAIN) == MAIN.replace("Severity", "Urgency")
+        assert edits(edit, aliased, text) == text.replace("Severity as", "Urgency as")
+        # `import { rank, rank }` would name `rank` twice in main.flow
+        with pytest.raises(
+            LspError, match="`main.flow` imports `Severity` and already has a function named `rank`"
+        ):
+            ask(c, "textDocument/rename", lib, pos(LIB, "Severity ="), newName="rank")
+    finally:
+        c.notify("textDocument/didClose", {"textDocument": {"uri": aliased}})
+
+
 @pytest.mark.parametrize(
     ("new", "why"),
     [

@@ -7,11 +7,13 @@ fields their reads (``r.fast``) name."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from agentflow.compiler.checker import Symbol, ToolSig
+from agentflow.compiler.imports import file_key
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import BUILTIN_TYPES, RESERVED_WORDS
 from agentflow.grammar import ast
@@ -514,4 +516,65 @@ def _decl_span(sym: Symbol) -> Span | None:
         return d.var.span
     if isinstance(d, ast.CatchExpr) and d.var is not None:
         return d.var.span
+    return None
+
+
+def own_type(a: Analysis, offset: int) -> str | None:
+    """The name of the type under ``offset`` when this file declares it (the files importing
+    it name it too: :func:`type_uses_in`), else None — an ``as`` name of an import is this
+    file's alone."""
+    rt = rename_target(a, offset)
+    if rt is None or rt[0] != "type":
+        return None
+    decl = locate.type_decls(a).get(rt[1])
+    return rt[1] if decl is not None and decl.span.file == a.module.file else None
+
+
+def _imports_of(a: Analysis, declared_in: str, name: str) -> list[tuple[ast.Ident, ast.Ident]]:
+    """``(name there, name here)`` of each ``import`` item of this document that brings the
+    type ``name`` declared in the file ``declared_in``."""
+    home = file_key(declared_in)
+    out: list[tuple[ast.Ident, ast.Ident]] = []
+    for item in a.module.items:
+        if not isinstance(item, ast.ImportDecl):
+            continue
+        for foreign, local in item.pairs():
+            decl = a.result.type_decls.get(local.name)
+            if (
+                foreign.name == name
+                and decl is not None
+                and decl.name.name == name
+                and file_key(decl.span.file) == home
+            ):
+                out.append((foreign, local))
+    return out
+
+
+def type_uses_in(a: Analysis, declared_in: str, name: str) -> list[Span]:
+    """In the document of ``a``, a file importing the type ``name`` of ``declared_in``: every
+    span a rename of that type rewrites — its name in the ``import`` items and, where it is
+    imported without ``as``, every use of it (``import { Sev as Level }`` keeps ``Level``);
+    empty when the document does not import it."""
+    out: list[Span] = []
+    for foreign, local in _imports_of(a, declared_in, name):
+        out.append(foreign.span)
+        if local is foreign:
+            out.extend(
+                n.span
+                for n in ast.walk(a.module)
+                if isinstance(n, ast.NamedType) and n.name == name
+            )
+    return locate.unique(out)
+
+
+def type_clash_in(a: Analysis, declared_in: str, name: str, new: str) -> str | None:
+    """Why the type ``name`` of ``declared_in`` cannot be renamed ``new`` in the document of
+    ``a``, which imports it without ``as`` (a type or function named ``new`` there), or None."""
+    if not any(local is foreign for foreign, local in _imports_of(a, declared_in, name)):
+        return None
+    where = os.path.basename(a.module.file)
+    if new in locate.type_decls(a) or new in a.result.env.externs:
+        return f"`{where}` imports `{name}` and already has a type named `{new}`"
+    if new in a.result.functions:  # `import { rank, Level }` would name `rank` twice
+        return f"`{where}` imports `{name}` and already has a function named `{new}`"
     return None
