@@ -265,6 +265,17 @@ def test_a_contextual_keyword_is_a_valid_new_name_for_a_function_parameter_or_le
         assert edit["changes"][uri] and all(e["newText"] == new for e in edit["changes"][uri])
 
 
+@pytest.mark.parametrize("new", ["input", "own"])
+def test_a_parameter_may_take_the_name_of_a_flow_global(editor, new):
+    """A function body sees neither `input` nor stages, so `flowc check` accepts a parameter
+    named like one (`own` is a stage of lib.flow), and rename does too."""
+    c, lib, _main = editor
+    edit = ask(c, "textDocument/rename", lib, pos(LIB, "k: int"), newName=new)
+    assert edits(edit, lib, LIB) == LIB.replace("k: int", f"{new}: int").replace(
+        "+ k", f"+ {new}"
+    ).replace("* k", f"* {new}")
+
+
 @pytest.mark.parametrize("new", ["let", "if", "not", "null"])
 def test_a_reserved_word_is_refused_as_a_new_name(editor, new):
     c, lib, main = editor

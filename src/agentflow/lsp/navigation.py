@@ -344,8 +344,9 @@ def rename_problem(a: Analysis, offset: int, new: str) -> str | None:
     below refuses one the grammar would read as its keyword there); for a user function, what
     :func:`agentflow.lsp.user_functions.rename_problem` refuses; for a type, a built-in or
     already declared type name; for a value binding (``let``, loop variable, stage, ``use``
-    alias, function parameter), ``input``, a stage or ``use`` alias name, another parameter
-    of the same function, or any name visible at the declaration or at a reference
+    alias, function parameter), ``input``, a stage or ``use`` alias name (not for a
+    parameter: a function body sees none), another parameter of the same function, or any
+    name visible at the declaration or at a reference
     (``let``/loop variables, ``index``) or declared in the declaration's block.  Finally the
     edited text is re-checked: the rename is refused when any name resolves differently
     (every reference must still reach the renamed declaration, and nothing else may newly
@@ -389,23 +390,24 @@ def rename_problem(a: Analysis, offset: int, new: str) -> str | None:
         ):
             return f"a type named `{new}` already exists"
     else:
-        clash = value_clash(a, new, spans)
+        clash = value_clash(a, new, spans, param=kind == "param")
         if clash is not None:
             return clash
     return semantic_change(a, kind, old, new, spans)
 
 
-def value_clash(a: Analysis, new: str, spans: list[Span]) -> str | None:
+def value_clash(a: Analysis, new: str, spans: list[Span], param: bool = False) -> str | None:
     """A message when ``new`` is a global name or a local name visible at one of
     ``spans`` (declaration and references of a value binding) or declared in the
-    declaration's block."""
-    if new == "input":
+    declaration's block. With ``param`` (a user function's parameter) the flow's globals
+    (``input``, stages, ``use`` aliases) do not clash: a function body sees none of them."""
+    if new == "input" and not param:
         return "`input` is the flow's input"
     keys = {locate.span_key(s) for s in spans}
     for item in a.module.items:
-        if isinstance(item, ast.StageDecl) and item.name.name == new:
+        if isinstance(item, ast.StageDecl) and item.name.name == new and not param:
             return f"`{new}` is already the name of a stage (line {item.name.span.line})"
-        if isinstance(item, ast.UseDecl) and item.alias.name == new:
+        if isinstance(item, ast.UseDecl) and item.alias.name == new and not param:
             return f"`{new}` is already the name of a `use` (line {item.alias.span.line})"
         if isinstance(item, ast.FnDecl) and any(  # renaming one of its parameters
             locate.span_key(p.name.span) in keys for p in item.params
