@@ -367,7 +367,7 @@ def test_rename_let_and_type(client):
     with pytest.raises(LspError):
         _rename(client, URI, pos(SOURCE, "hit.level", 1), "not a name")
     with pytest.raises(LspError):
-        _rename(client, URI, pos(SOURCE, "hit.level", 1), "stage")
+        _rename(client, URI, pos(SOURCE, "hit.level", 1), "else")
 
 
 CAPTURE = """\
@@ -402,8 +402,8 @@ def test_rename_refuses_name_capture(client):
         "zz": "in scope",  # a let visible at a reference inside the `if`
         "it": "in scope",  # a loop variable visible at a reference
         "index": "in scope",  # the implicit loop index
-        "input": "keyword",
-        "let": "keyword",
+        "input": "the flow's input",
+        "let": "reserved word",
         "1abc": "not a valid name",
     }
     for new, why in refused.items():
@@ -428,7 +428,6 @@ def test_rename_refuses_name_capture(client):
 def test_rename_resolution_check_catches_capture():
     """The last line of defence: re-checking the edited text finds a capture by comparing
     name resolution (`abc` → `s` here)."""
-    from agentflow.core.vocabulary import KEYWORDS
     from agentflow.lsp.analysis import analyze
 
     src = "stage s -> int { return 5 }\nstage t -> int {\n  let abc = 1\n  return abc + s\n}\n"
@@ -437,7 +436,7 @@ def test_rename_resolution_check_catches_capture():
     spans = a.references_for_rename(off)
     assert a._semantic_change("let", "abc", "s", spans) is not None
     assert a._semantic_change("let", "abc", "fresh", spans) is None
-    assert "stage" in a.rename_problem(off, "s", KEYWORDS)
+    assert "stage" in a.rename_problem(off, "s")
 
 
 def test_malformed_requests_always_get_a_reply(tmp_path):
@@ -1044,12 +1043,12 @@ def test_rename_stages_and_use_aliases(client):
         (pos(R, "b ->"), "index", "in scope"),
         (pos(R, "b ->"), "v", "in scope"),
         (pos(R, "b ->"), "zz", "change what names refer to"),
-        (pos(R, "b ->"), "stage", "keyword"),
+        (pos(R, "b ->"), "if", "reserved word"),
         (pos(R, "inv)"), "b", "stage"),
         (pos(R, "inv)"), "crew", "`use`"),
         (pos(R, "inv)"), "zz", "change what names refer to"),
         (pos(R, "crew.main"), "v", "in scope"),
-        (pos(R, "as crew", 3), "team", "keyword"),
+        (pos(R, "inv)"), "agent", "read as a keyword there"),  # `agent(agent)`
         (pos(R, "crew.main"), "not a name", "not a valid name"),
     ]
     for p, new, why in refused:

@@ -190,12 +190,57 @@ def test_a_function_rename_that_clashes_in_an_importer_is_refused(editor):
         ask(c, "textDocument/rename", lib, pos(LIB, "rank(s: Severity)"), newName="Severity")
 
 
+def edits(edit: dict, uri: str, text: str) -> str:
+    """``text`` with the rename's edits for ``uri`` applied."""
+    index = LineIndex(text, "utf-16")
+    out = text
+    for e in sorted(
+        edit["changes"][uri],
+        key=lambda e: (e["range"]["start"]["line"], e["range"]["start"]["character"]),
+        reverse=True,
+    ):
+        r = e["range"]
+        start = index.offset(r["start"]["line"], r["start"]["character"])
+        end = index.offset(r["end"]["line"], r["end"]["character"])
+        out = out[:start] + e["newText"] + out[end:]
+    return out
+
+
+def test_a_type_rename_in_its_file_reaches_the_open_files_importing_it(editor):
+    """Renaming `Severity` in lib.flow rewrites main.flow's `import { rank, Severity }` and its
+    uses there; a file importing it `as Level` changes only the name in its braces."""
+    c, lib, main = editor
+    aliased = main.replace("main.flow", "aliased.flow")
+    text = (
+        'import { Severity as Level } from "./lib.flow"\n'
+        "input { level: Level }\n"
+        "stage a -> Level { return input.level }\n"
+    )
+    c.open(aliased, text)
+    c.wait_notification(
+        "textDocument/publishDiagnostics", lambda p: p["uri"] == aliased, timeout=30
+    )
+    try:
+        edit = ask(c, "textDocument/rename", lib, pos(LIB, "Severity ="), newName="Urgency")
+        assert "Severity" not in edits(edit, lib, LIB)
+        assert edits(edit, main, MAIN) == MAIN.replace("Severity", "Urgency")
+        assert edits(edit, aliased, text) == text.replace("Severity as", "Urgency as")
+        # `import { rank, rank }` would name `rank` twice in main.flow
+        with pytest.raises(
+            LspError, match="`main.flow` imports `Severity` and already has a function named `rank`"
+        ):
+            ask(c, "textDocument/rename", lib, pos(LIB, "Severity ="), newName="rank")
+    finally:
+        c.notify("textDocument/didClose", {"textDocument": {"uri": aliased}})
+
+
 @pytest.mark.parametrize(
     ("new", "why"),
     [
         ("twice", "a function named `twice` already exists"),
         ("upper", "`upper` is a library function"),
-        ("match", "`match` is a keyword"),
+        ("map", "`map\\(…\\)` reads as the language's `map`"),
+        ("if", "`if` is a reserved word"),
         ("2x", "`2x` is not a valid name"),
     ],
 )
@@ -203,6 +248,52 @@ def test_a_function_rename_that_would_clash_is_refused(editor, new, why):
     c, lib, _main = editor
     with pytest.raises(LspError, match=why):
         ask(c, "textDocument/rename", lib, pos(LIB, "rank(s: Severity)"), newName=new)
+
+
+@pytest.mark.parametrize("new", ["score", "model", "then", "tolerate", "stub", "none", "flow"])
+def test_a_contextual_keyword_is_a_valid_new_name_for_a_function_parameter_or_let(editor, new):
+    """Keywords other than the reserved ones are names wherever the grammar does not expect
+    them (docs/reference/lexical.md): `flowc check` accepts each as a function, parameter or
+    `let` name, so rename does too."""
+    c, lib, main = editor
+    for uri, text, at in (
+        (lib, LIB, "rank(s: Severity)"),
+        (lib, LIB, "k: int"),
+        (main, MAIN, 'k = "many"'),
+    ):
+        edit = ask(c, "textDocument/rename", uri, pos(text, at), newName=new)
+        assert edit["changes"][uri] and all(e["newText"] == new for e in edit["changes"][uri])
+
+
+@pytest.mark.parametrize("new", ["input", "own"])
+def test_a_parameter_may_take_the_name_of_a_flow_global(editor, new):
+    """A function body sees neither `input` nor stages, so `flowc check` accepts a parameter
+    named like one (`own` is a stage of lib.flow), and rename does too."""
+    c, lib, _main = editor
+    edit = ask(c, "textDocument/rename", lib, pos(LIB, "k: int"), newName=new)
+    assert edits(edit, lib, LIB) == LIB.replace("k: int", f"{new}: int").replace(
+        "+ k", f"+ {new}"
+    ).replace("* k", f"* {new}")
+
+
+@pytest.mark.parametrize("new", ["let", "if", "not", "null"])
+def test_a_reserved_word_is_refused_as_a_new_name(editor, new):
+    c, lib, main = editor
+    for uri, text, at in (
+        (lib, LIB, "rank(s: Severity)"),
+        (lib, LIB, "k: int"),
+        (main, MAIN, 'k = "many"'),
+        (lib, LIB, "Severity ="),
+    ):
+        with pytest.raises(LspError, match=f"`{new}` is a reserved word"):
+            ask(c, "textDocument/rename", uri, pos(text, at), newName=new)
+
+
+def test_a_contextual_keyword_the_grammar_reads_there_is_refused(editor):
+    """`map` starts an expression: `let map = …` does not parse, so the rename says so."""
+    c, _lib, main = editor
+    with pytest.raises(LspError, match="`map` is read as a keyword there"):
+        ask(c, "textDocument/rename", main, pos(MAIN, 'k = "many"'), newName="map")
 
 
 def test_an_imported_function_is_renamed_in_its_own_file(editor):

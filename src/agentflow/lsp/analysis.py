@@ -104,9 +104,9 @@ class Analysis:
         """Every span a rename of what is under ``offset`` rewrites, or None."""
         return navigation.references_for_rename(self, offset)
 
-    def rename_problem(self, offset: int, new: str, keywords: frozenset[str]) -> str | None:
+    def rename_problem(self, offset: int, new: str) -> str | None:
         """Why renaming what is under ``offset`` to ``new`` must be refused, or None."""
-        return navigation.rename_problem(self, offset, new, keywords)
+        return navigation.rename_problem(self, offset, new)
 
     def own_function(self, offset: int) -> str | None:
         """The name of the user function under ``offset`` when this file declares it (its
@@ -127,6 +127,20 @@ class Analysis:
         """Why this document, importing the function ``name`` of ``declared_in``, refuses its
         rename to ``new``, or None."""
         return user_functions.clash_in(self, declared_in, name, new)
+
+    def own_type(self, offset: int) -> str | None:
+        """The name of the type under ``offset`` when this file declares it, else None."""
+        return navigation.own_type(self, offset)
+
+    def type_uses_of(self, declared_in: str, name: str) -> list[Span]:
+        """In this document, an importer of ``declared_in``: the spans a rename of its type
+        ``name`` rewrites (``import`` items, and uses where it is imported without ``as``)."""
+        return navigation.type_uses_in(self, declared_in, name)
+
+    def type_clash(self, declared_in: str, name: str, new: str) -> str | None:
+        """Why this document, importing the type ``name`` of ``declared_in``, refuses its
+        rename to ``new``, or None."""
+        return navigation.type_clash_in(self, declared_in, name, new)
 
     def _semantic_change(self, kind: str, old: str, new: str, spans: list[Span]) -> str | None:
         return navigation.semantic_change(self, kind, old, new, spans)

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agentflow.core.diagnostics import Diagnostic
-from agentflow.core.vocabulary import KEYWORDS
 from agentflow.grammar import ast
 from agentflow.lsp import navigation
 
@@ -93,7 +92,7 @@ def fixes(a: Analysis, d: Diagnostic) -> list[Fix]:
         rt = navigation.rename_target(a, off)
         if rt is None or rt[0] != "let" or rt[1] != new[1:]:
             return []
-        if navigation.rename_problem(a, off, new, KEYWORDS) is not None:
+        if navigation.rename_problem(a, off, new) is not None:
             return []
         spans = navigation.references_for_rename(a, off) or []
         return [Fix(f"Rename `{rt[1]}` to `{new}`", [(s.start, s.end, new) for s in spans])]

@@ -46,10 +46,11 @@ def hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
         # a name used inside a narrowing `if` has the narrowed type the checker gave it
         shown = res.expr_types.get(id(name), sym.type) if isinstance(name, ast.Name) else sym.type
         shown = sym.type if isinstance(shown, T.ErrorType) else shown
-        written = T.type_str(shown)
-        if sym.kind == "param" and shown is sym.type and isinstance(sym.decl, ast.Param):
-            written = written_type(sym.decl.type)  # `s: Sev`, as the `fn` writes it
-        text = locate.fence(f"({sym.kind}) {sym.name}: {written}")
+        written = type_text(shown)
+        declared = written_of(sym.decl) if shown is sym.type else None
+        if declared is not None:  # `s: Sev`, `stage a -> Sev`: the alias as written
+            written = declared
+        text = locate.fence(labelled(f"({sym.kind}) {sym.name}", written))
         doc = symbol_doc(a, sym)
         return locate.with_doc(text, doc), name.span
     if kind == "tool":
@@ -77,20 +78,19 @@ def hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
         ftype = None
         if owner is not None and owner.name.name in res.env.objects:
             f = res.env.objects[owner.name.name].fields.get(fd.name.name)
-            ftype = T.type_str(f.type) if f is not None else None
+            ftype = type_text(f.type) if f is not None else None
         return (
             locate.with_doc(locate.fence(f"(field) {fd.name.name}: {ftype or '?'}"), fd.doc),
             fd.name.span,
         )
     if kind == "letdecl":
         let: ast.LetStmt = payload
-        t = res.type_of(let.value)
-        if let.annotation is not None:
-            sym = let_symbol(a, let)
-            t = sym.type if sym is not None else t
+        sym = let_symbol(a, let)  # the type it binds: as written, else its value's, widened
+        t = sym.type if sym is not None else T.widen(res.type_of(let.value))
+        written = written_of(let) or type_text(t)
         return (
             locate.with_doc(
-                locate.fence(f"(let) {let.name.name}: {T.type_str(t)}"),
+                locate.fence(labelled(f"(let) {let.name.name}", written)),
                 locate.doc_before(a, let.span),
             ),
             let.name.span,
@@ -99,8 +99,9 @@ def hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
         st: ast.StageDecl = payload
         t = res.stage_types.get(st.name.name, T.ERROR)
         doc = st.doc or locate.doc_before(a, st.span)
+        written = written_of(st) or type_text(t)
         return locate.with_doc(
-            locate.fence(f"(stage) {st.name.name}: {T.type_str(t)}"), doc
+            locate.fence(labelled(f"(stage) {st.name.name}", written)), doc
         ), st.name.span
     if kind == "usedecl":
         u: ast.UseDecl = payload
@@ -129,7 +130,8 @@ def hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
         _, ident = payload
         for sym in res.references.values():
             if sym.decl is payload[0] and sym.name == ident.name:
-                return locate.fence(f"({sym.kind}) {sym.name}: {T.type_str(sym.type)}"), ident.span
+                shown = labelled(f"({sym.kind}) {sym.name}", type_text(sym.type))
+                return locate.fence(shown), ident.span
         return None
     if kind == "member":
         m: ast.Member = payload
@@ -146,7 +148,7 @@ def hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
             ):
                 what = "branch"
         return locate.with_doc(
-            locate.fence(f"({what}) {m.name}: {T.type_str(t)}"), doc
+            locate.fence(labelled(f"({what}) {m.name}", type_text(t))), doc
         ), m.name_span
     if kind == "expr":
         e = payload
@@ -163,10 +165,14 @@ def hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
         if isinstance(e, ast.ParallelExpr) and e.keyword_span is not None:
             if e.keyword_span.start <= offset <= e.keyword_span.end:
                 return parallel_hover(a, e, t), e.keyword_span
+        if isinstance(e, ast.ParallelExpr):
+            t = T.widen(t)  # what a `let` binds, and its branches' reads give
         doc = None
         if isinstance(t, T.NamedRef):
             doc = locate.type_doc(a, t.name)
-        shown = T.type_str(t)
+        shown = type_text(t)
+        if shown is None:  # a type the checker could not give (a syntax or type error)
+            return None
         if len(shown) > HOVER_MAX_TYPE:  # e.g. the literal type of a huge string
             shown = shown[:HOVER_MAX_TYPE] + "…"
         return locate.with_doc(locate.fence(shown), doc), e.span
@@ -217,7 +223,7 @@ def loop_hover(a: Analysis, e: ast.LoopExpr, t: T.Type) -> str:
     """The hover of a ``loop`` keyword: its head with the state's type, what the round variable
     counts, and when it ends (docs/reference/control.md "loop")."""
     bound = a.text[e.over.span.start : e.over.span.end]
-    head = f"loop up to {bound} as {e.var.name}, {e.acc.name}: {T.type_str(t)}"
+    head = labelled(f"loop up to {bound} as {e.var.name}, {e.acc.name}", type_text(t))
     lines = [
         f"At most {bound} rounds, one after the other; `{e.var.name}` is the round number "
         f"(1, 2, …), `{e.acc.name}` the state (each round's value is the next state)."
@@ -242,8 +248,10 @@ def match_hover(a: Analysis, e: ast.MatchExpr, t: T.Type) -> str:
     an arm is chosen (docs/reference/expressions.md "match")."""
     subject = a.text[e.subject.span.start : e.subject.span.end]
     st = a.result.expr_types.get(id(e.subject))
-    typed = f": {T.type_str(st)}" if st is not None else ""
-    head = f"match {subject}{typed} -> {T.type_str(t)}"
+    subject_type = type_text(st) if st is not None else None
+    typed = f": {subject_type}" if subject_type is not None else ""
+    value_type = type_text(t)
+    head = f"match {subject}{typed}" + (f" -> {value_type}" if value_type is not None else "")
     wild = any(arm.wildcard_span is not None for arm in e.arms)
     doc = (
         f"The first of its {len(e.arms)} arms whose pattern equals `{subject}` (as `==` "
@@ -263,8 +271,20 @@ def branch_hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
     if b is None:
         return None
     t = a.result.expr_types.get(id(b.value))
-    shown = T.type_str(t) if t is not None else "?"
-    return locate.fence(f"(branch) {b.key}: {shown}"), b.key_span
+    block = next(
+        (
+            n
+            for n in reversed(locate.node_path(a, b.key_span.start))
+            if isinstance(n, ast.ParallelExpr)
+        ),
+        None,
+    )
+    bt = a.result.expr_types.get(id(block)) if block is not None else None
+    obj = locate.object_of(a, T.widen(bt)) if bt is not None else None
+    if obj is not None and b.key in obj.fields:  # as the block's value gives it (widened)
+        t = obj.fields[b.key].type
+    shown = type_text(T.widen(t)) if t is not None else None
+    return locate.fence(labelled(f"(branch) {b.key}", shown)), b.key_span
 
 
 def parallel_hover(a: Analysis, e: ast.ParallelExpr, t: T.Type) -> str:
@@ -281,7 +301,7 @@ def parallel_hover(a: Analysis, e: ast.ParallelExpr, t: T.Type) -> str:
         "branch. The first branch that fails stops the others and fails the block (`catch` "
         "inside a branch keeps its failure a value)."
     )
-    return locate.fence(f"parallel: {T.type_str(t)}") + "\n\n" + doc
+    return locate.fence(labelled("parallel", type_text(T.widen(t)))) + "\n\n" + doc
 
 
 def symbol_doc(a: Analysis, sym: Symbol) -> str | None:
@@ -305,3 +325,42 @@ def let_symbol(a: Analysis, let: ast.LetStmt) -> Symbol | None:
         if sym.decl is let:
             return sym
     return None
+
+
+def type_text(t: T.Type) -> str | None:
+    """``t`` as a hover shows it, or None when the checker could not type it (an error type
+    anywhere in it: a hover never shows a placeholder)."""
+    return None if _has_error(t) else T.type_str(t)
+
+
+def labelled(label: str, written: str | None) -> str:
+    """``label: written``, or the label alone when the type is not known."""
+    return label if written is None else f"{label}: {written}"
+
+
+def written_of(decl: object) -> str | None:
+    """The type a declaration writes, as written (``Sev``, not the union it names): a
+    parameter's, an annotated ``let``'s, a stage's declared result; None when it writes none."""
+    if isinstance(decl, ast.Param):
+        return written_type(decl.type)
+    if isinstance(decl, ast.LetStmt) and decl.annotation is not None:
+        return written_type(decl.annotation)
+    if isinstance(decl, ast.StageDecl) and decl.returns is not None:
+        return written_type(decl.returns)
+    return None
+
+
+def _has_error(t: T.Type) -> bool:
+    if isinstance(t, T.ErrorType):
+        return True
+    if isinstance(t, (T.ListType, T.RangeType)):
+        return _has_error(t.elem)
+    if isinstance(t, T.OptionalType):
+        return _has_error(t.inner)
+    if isinstance(t, T.MapType):
+        return _has_error(t.value)
+    if isinstance(t, T.UnionType):
+        return any(_has_error(m) for m in t.members)
+    if isinstance(t, T.ObjectType) and t.name is None:
+        return any(_has_error(f.type) for f in t.fields.values())
+    return False

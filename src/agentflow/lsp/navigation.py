@@ -7,13 +7,15 @@ fields their reads (``r.fast``) name."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from agentflow.compiler.checker import Symbol, ToolSig
+from agentflow.compiler.imports import file_key
 from agentflow.core.spans import Span
-from agentflow.core.vocabulary import BUILTIN_TYPES
+from agentflow.core.vocabulary import BUILTIN_TYPES, RESERVED_WORDS
 from agentflow.grammar import ast
 from agentflow.lsp import locate, user_functions
 
@@ -26,6 +28,9 @@ IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 #: value bindings a rename may change (``input`` and the implicit ``index`` may not)
 _RENAMABLE = frozenset({"let", "loopvar", "acc", "stage", "use", "param"})
+
+#: why a reserved word (never a name: docs/reference/lexical.md "Keywords") is refused
+_RESERVED = "`{new}` is a reserved word: it is never a name"
 
 
 def definition(a: Analysis, offset: int) -> Span | None:
@@ -329,16 +334,19 @@ def references_for_rename(a: Analysis, offset: int) -> list[Span] | None:
     return references(a, offset, include_declaration=True)
 
 
-def rename_problem(a: Analysis, offset: int, new: str, keywords: frozenset[str]) -> str | None:
+def rename_problem(a: Analysis, offset: int, new: str) -> str | None:
     """Why renaming what is under ``offset`` to ``new`` must be refused, or None when it
     is safe (LSP ``textDocument/rename``).
 
-    Refused: a target that cannot be renamed; a ``new`` that is not an identifier or is one
-    of ``keywords``; for a user function, what
+    Refused: a target that cannot be renamed; a ``new`` that is not an identifier or is a
+    reserved word (:data:`~agentflow.core.vocabulary.RESERVED_WORDS`: a contextual keyword is a
+    name wherever the grammar does not expect it, docs/reference/lexical.md, and the re-check
+    below refuses one the grammar would read as its keyword there); for a user function, what
     :func:`agentflow.lsp.user_functions.rename_problem` refuses; for a type, a built-in or
     already declared type name; for a value binding (``let``, loop variable, stage, ``use``
-    alias, function parameter), ``input``, a stage or ``use`` alias name, another parameter
-    of the same function, or any name visible at the declaration or at a reference
+    alias, function parameter), ``input``, a stage or ``use`` alias name (not for a
+    parameter: a function body sees none), another parameter of the same function, or any
+    name visible at the declaration or at a reference
     (``let``/loop variables, ``index``) or declared in the declaration's block.  Finally the
     edited text is re-checked: the rename is refused when any name resolves differently
     (every reference must still reach the renamed declaration, and nothing else may newly
@@ -347,8 +355,8 @@ def rename_problem(a: Analysis, offset: int, new: str, keywords: frozenset[str])
     if user_functions.function_under(a, offset) is not None:
         if not IDENT_RE.match(new):
             return f"`{new}` is not a valid name"
-        if new in keywords:
-            return f"`{new}` is a keyword"
+        if new in RESERVED_WORDS:
+            return _RESERVED.format(new=new)
         problem = user_functions.rename_problem(a, offset, new)
         if problem is not None or rt is None or new == rt[1]:
             return problem
@@ -365,8 +373,8 @@ def rename_problem(a: Analysis, offset: int, new: str, keywords: frozenset[str])
     kind, old, _span = rt
     if not IDENT_RE.match(new):
         return f"`{new}` is not a valid name"
-    if new in keywords:
-        return f"`{new}` is a keyword"
+    if new in RESERVED_WORDS:
+        return _RESERVED.format(new=new)
     if new == old:
         return None
     spans = references_for_rename(a, offset) or []
@@ -382,23 +390,24 @@ def rename_problem(a: Analysis, offset: int, new: str, keywords: frozenset[str])
         ):
             return f"a type named `{new}` already exists"
     else:
-        clash = value_clash(a, new, spans)
+        clash = value_clash(a, new, spans, param=kind == "param")
         if clash is not None:
             return clash
     return semantic_change(a, kind, old, new, spans)
 
 
-def value_clash(a: Analysis, new: str, spans: list[Span]) -> str | None:
+def value_clash(a: Analysis, new: str, spans: list[Span], param: bool = False) -> str | None:
     """A message when ``new`` is a global name or a local name visible at one of
     ``spans`` (declaration and references of a value binding) or declared in the
-    declaration's block."""
-    if new == "input":
+    declaration's block. With ``param`` (a user function's parameter) the flow's globals
+    (``input``, stages, ``use`` aliases) do not clash: a function body sees none of them."""
+    if new == "input" and not param:
         return "`input` is the flow's input"
     keys = {locate.span_key(s) for s in spans}
     for item in a.module.items:
-        if isinstance(item, ast.StageDecl) and item.name.name == new:
+        if isinstance(item, ast.StageDecl) and item.name.name == new and not param:
             return f"`{new}` is already the name of a stage (line {item.name.span.line})"
-        if isinstance(item, ast.UseDecl) and item.alias.name == new:
+        if isinstance(item, ast.UseDecl) and item.alias.name == new and not param:
             return f"`{new}` is already the name of a `use` (line {item.alias.span.line})"
         if isinstance(item, ast.FnDecl) and any(  # renaming one of its parameters
             locate.span_key(p.name.span) in keys for p in item.params
@@ -460,9 +469,11 @@ def semantic_change(a: Analysis, kind: str, old: str, new: str, spans: list[Span
     before_sig = _resolution(a)
     after_sig = _resolution(after)
     what = f"renaming `{old}` to `{new}`"
+    before_errs, after_errs = _error_counts(a), _error_counts(after)
+    if after_errs["syntax-error"] > before_errs["syntax-error"]:  # a keyword where it is read
+        return f"`{new}` is read as a keyword there: {what} would not parse"
     if before_sig != after_sig:
         return f"{what} would change what names refer to"
-    before_errs, after_errs = _error_counts(a), _error_counts(after)
     for d in after.result.diagnostics:
         if d.severity == "error" and after_errs[d.code] > before_errs[d.code]:
             return f"{what} would make the program invalid: {d.message}"
@@ -507,4 +518,65 @@ def _decl_span(sym: Symbol) -> Span | None:
         return d.var.span
     if isinstance(d, ast.CatchExpr) and d.var is not None:
         return d.var.span
+    return None
+
+
+def own_type(a: Analysis, offset: int) -> str | None:
+    """The name of the type under ``offset`` when this file declares it (the files importing
+    it name it too: :func:`type_uses_in`), else None — an ``as`` name of an import is this
+    file's alone."""
+    rt = rename_target(a, offset)
+    if rt is None or rt[0] != "type":
+        return None
+    decl = locate.type_decls(a).get(rt[1])
+    return rt[1] if decl is not None and decl.span.file == a.module.file else None
+
+
+def _imports_of(a: Analysis, declared_in: str, name: str) -> list[tuple[ast.Ident, ast.Ident]]:
+    """``(name there, name here)`` of each ``import`` item of this document that brings the
+    type ``name`` declared in the file ``declared_in``."""
+    home = file_key(declared_in)
+    out: list[tuple[ast.Ident, ast.Ident]] = []
+    for item in a.module.items:
+        if not isinstance(item, ast.ImportDecl):
+            continue
+        for foreign, local in item.pairs():
+            decl = a.result.type_decls.get(local.name)
+            if (
+                foreign.name == name
+                and decl is not None
+                and decl.name.name == name
+                and file_key(decl.span.file) == home
+            ):
+                out.append((foreign, local))
+    return out
+
+
+def type_uses_in(a: Analysis, declared_in: str, name: str) -> list[Span]:
+    """In the document of ``a``, a file importing the type ``name`` of ``declared_in``: every
+    span a rename of that type rewrites — its name in the ``import`` items and, where it is
+    imported without ``as``, every use of it (``import { Sev as Level }`` keeps ``Level``);
+    empty when the document does not import it."""
+    out: list[Span] = []
+    for foreign, local in _imports_of(a, declared_in, name):
+        out.append(foreign.span)
+        if local is foreign:
+            out.extend(
+                n.span
+                for n in ast.walk(a.module)
+                if isinstance(n, ast.NamedType) and n.name == name
+            )
+    return locate.unique(out)
+
+
+def type_clash_in(a: Analysis, declared_in: str, name: str, new: str) -> str | None:
+    """Why the type ``name`` of ``declared_in`` cannot be renamed ``new`` in the document of
+    ``a``, which imports it without ``as`` (a type or function named ``new`` there), or None."""
+    if not any(local is foreign for foreign, local in _imports_of(a, declared_in, name)):
+        return None
+    where = os.path.basename(a.module.file)
+    if new in locate.type_decls(a) or new in a.result.env.externs:
+        return f"`{where}` imports `{name}` and already has a type named `{new}`"
+    if new in a.result.functions:  # `import { rank, Level }` would name `rank` twice
+        return f"`{where}` imports `{name}` and already has a function named `{new}`"
     return None

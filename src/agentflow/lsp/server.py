@@ -34,7 +34,7 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,7 +63,6 @@ from agentflow.core.diagnostics import Diagnostic
 from agentflow.core.redaction import RedactingStream, redact, register_environment
 from agentflow.core.spans import Span
 from agentflow.core.version import __version__
-from agentflow.core.vocabulary import KEYWORDS
 from agentflow.errors import PlanLoadError
 from agentflow.ir.graph import render
 from agentflow.ir.loader import load_plan_data
@@ -472,6 +471,13 @@ class FlowLanguageServer(LanguageServer):
         the file ``home`` — that file's and those importing it — each with its analysis, line
         index and the spans naming the function there (calls and ``import`` items): what
         references and a rename of the function reach beyond the document asked."""
+        return await self.importer_uses(uri, home, lambda a: a.calls_of(home, name))
+
+    async def importer_uses(
+        self, uri: str, home: str, find: Callable[[Analysis], list[Span]]
+    ) -> list[tuple[str, Analysis, LineIndex, list[Span]]]:
+        """The open documents besides ``uri`` that are the file ``home`` or import it, each
+        with its analysis, line index and what ``find`` returns for it, when not empty."""
         path = file_key(home)
         out: list[tuple[str, Analysis, LineIndex, list[Span]]] = []
         for other in list(self.workspace.text_documents):
@@ -485,7 +491,7 @@ class FlowLanguageServer(LanguageServer):
             if got is None:
                 continue
             analysis, index = got
-            spans = analysis.calls_of(home, name)
+            spans = find(analysis)
             if spans:
                 out.append((other, analysis, index, spans))
         return out
@@ -875,7 +881,7 @@ def create_server() -> FlowLanguageServer:
         if got is None:
             return None
         analysis, index, offset = got
-        problem = analysis.rename_problem(offset, params.new_name, KEYWORDS)
+        problem = analysis.rename_problem(offset, params.new_name)
         if problem is not None:
             raise JsonRpcInvalidParams(f"cannot rename: {problem}")
         new = params.new_name
@@ -886,6 +892,16 @@ def create_server() -> FlowLanguageServer:
             home = ls.file_of(uri)
             for other, imported, other_index, found in await ls.function_uses(uri, name, home):
                 problem = imported.function_clash(ls.file_of(uri), name, new)
+                if problem is not None:
+                    raise JsonRpcInvalidParams(f"cannot rename: {problem}")
+                changes[other] = [lsp.TextEdit(ls.range_of(s, other_index), new) for s in found]
+        type_name = analysis.own_type(offset)
+        if type_name is not None and new != type_name:  # its import items (uses without `as`)
+            home, old = ls.file_of(uri), type_name
+            for other, imported, other_index, found in await ls.importer_uses(
+                uri, home, lambda a: a.type_uses_of(home, old)
+            ):
+                problem = imported.type_clash(home, old, new)
                 if problem is not None:
                     raise JsonRpcInvalidParams(f"cannot rename: {problem}")
                 changes[other] = [lsp.TextEdit(ls.range_of(s, other_index), new) for s in found]

@@ -18,7 +18,7 @@ from agentflow.core.functions import FUNCTIONS
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import PURE_EXPRESSION_WORDS, TOP_LEVEL_WORDS
 from agentflow.grammar import ast
-from agentflow.grammar.scanner import Tok
+from agentflow.grammar.scanner import SynErr, Tok, lex
 from agentflow.lsp import locate
 
 if TYPE_CHECKING:
@@ -54,15 +54,49 @@ def function_under(a: Analysis, offset: int) -> tuple[FnSig, Span] | None:
 
 
 def hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
-    """``(function) rank(s: Severity) -> int`` and the function's ``///`` doc, or None."""
+    """``(function) rank(s: Severity) -> int`` and the function's ``///`` doc, or None; for a
+    call of a ``fn`` that does not parse, its header as written (:func:`broken_header`)."""
     found = function_under(a, offset)
     if found is None:
-        return None
+        call = next(
+            (n for n in reversed(locate.node_path(a, offset)) if isinstance(n, ast.UserCall)),
+            None,
+        )
+        if call is None or not _at(offset, call.name_span):
+            return None
+        header = broken_header(a, call.name)
+        return (locate.fence(f"(function) fn {header}"), call.name_span) if header else None
     sig, span = found
     text = locate.fence(f"(function) fn {sig.signature}")
     if sig.decl.span.file != a.module.file:
         text += f"\n\nfrom `{sig.decl.span.file}`"
     return locate.with_doc(text, sig.decl.doc), span
+
+
+def broken_header(a: Analysis, name: str) -> str | None:
+    """``f(x: int, y: int) -> int``: the header of this file's ``fn name`` whose item does not
+    parse (its body has a syntax error), as written up to its ``=``, or None when there is no
+    such item or its header does not close."""
+    for item in a.module.items:
+        if not isinstance(item, ast.ErrorItem) or item.name != name:
+            continue
+        text = a.text[item.span.start : item.span.end]
+        try:
+            code = [t for t in lex(text) if t.type not in ("COMMENT", "DOC", "BLOCK", "NL")]
+        except SynErr:
+            return None
+        if len(code) < 3 or code[0].value != "fn" or code[1].value != name:
+            continue
+        depth = 0
+        for t in code[2:]:
+            if t.type in ("LPAR", "LSQB", "LBRACE"):
+                depth += 1
+            elif t.type in ("RPAR", "RSQB", "RBRACE"):
+                depth -= 1
+            elif depth == 0 and t.type == "EQUALS":
+                return " ".join(text[code[1].start : t.start].split())
+        return None
+    return None
 
 
 def definition(a: Analysis, offset: int) -> Span | None:
