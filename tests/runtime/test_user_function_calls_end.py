@@ -29,7 +29,9 @@ from agentflow.runtime.events import JsonlSink
 def _functions(levels: int) -> str:
     """``f0`` … ``f<levels>``: ``fk`` makes 2^(k+1) - 1 calls."""
     lines = ["fn f0(x: int) -> int = x + 1"]
-    lines += [f"fn f{k}(x: int) -> int = f{k - 1}(x) + f{k - 1}(x) - x" for k in range(1, levels + 1)]
+    lines += [
+        f"fn f{k}(x: int) -> int = f{k - 1}(x) + f{k - 1}(x) - x" for k in range(1, levels + 1)
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -79,7 +81,10 @@ def test_many_calls_each_under_the_limit_end_at_the_deadline(tmp_path):
     trace = tmp_path / "t.jsonl"
     with Stretch() as s:
         result = api.run_sync(
-            _plan("deadline 1s\n" + MANY), {"n": 1}, workspace=str(tmp_path), sinks=[JsonlSink(trace)]
+            _plan("deadline 1s\n" + MANY),
+            {"n": 1},
+            workspace=str(tmp_path),
+            sinks=[JsonlSink(trace)],
         )
     assert s.took < s.bound(4), s.took
     error = result.error.to_dict()
@@ -116,3 +121,19 @@ def test_a_stop_signal_ends_a_busy_call_tree_and_closes_the_trace(tmp_path, dura
     assert events[-1]["kind"] == "run_finished", events[-1]
     ended = [e for e in events if e["kind"] == "step_finished" and e["path"] == "E0"]
     assert ended and "aborted" in json.dumps(ended[0]), ended  # stopped mid-evaluation
+
+
+def test_call_limit_can_be_caught_and_the_checker_knows_which_calls_reach_it(tmp_path):
+    caught = _functions(24) + (
+        "input { n: int }\n"
+        "stage s -> int { return f24(input.n) catch on [call_limit] as e { 0 } }\n"
+    )
+    checked = api.check_source(caught, "c.flow")
+    assert not checked.diagnostics, [d.code for d in checked.diagnostics]
+    result = api.run_sync(_plan(caught), {"n": 1}, workspace=str(tmp_path))
+    assert result.status == "ok" and result.output == 0
+    small = _functions(2) + (
+        "input { n: int }\nstage s -> int { return f2(input.n) catch on [call_limit] as e { 0 } }\n"
+    )
+    codes = [d.code for d in api.check_source(small, "c.flow").diagnostics]
+    assert codes == ["impossible-error-code"]  # 7 calls at most: it cannot fail so

@@ -814,7 +814,7 @@ def _visit_UserCall(node: ast.UserCall, scope: Mapping[str, Any]) -> Any:
             f"`{expr_text(node)}`: function `{fn.name}` takes {len(fn.params)} arguments, "
             f"{len(args)} given"
         )
-    frame = _Frame(zip(fn.params, args))  # (the count was checked: no `strict`, 2x slower)
+    frame = _Frame(zip(fn.params, args, strict=False))  # counted above; `strict` costs 2x
     if type(scope) is _Frame:  # a call inside a body: one more of its outermost call's
         calls = frame.calls = scope.calls
         calls[0] -= 1
