@@ -95,6 +95,7 @@ from agentflow.runtime.interrupt import (
     offload_watch,
     outside_cancel,
     run,
+    run_ended,
     stop_request,
     until_stopped,
     use_offload_watch,
@@ -1065,6 +1066,7 @@ async def run_plan(
     if forwarding:
         assert router is not None
         router.on_event = None
+    run_ended()  # a Ctrl-C from now on cuts the span export short, the result stands
     bus.close()
     running_step_usage.reset(usage_token)
     if watchdog is not None:

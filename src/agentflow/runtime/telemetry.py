@@ -58,6 +58,7 @@ from agentflow.errors import ConfigError
 from agentflow.runtime import genai_attributes as G
 from agentflow.runtime.config import TelemetryConfig, check_base_url
 from agentflow.runtime.events import sleep_attributes
+from agentflow.runtime.interrupt import until_cut
 from agentflow.runtime.where import outlined_call
 from agentflow.runtime.where import tool_label as _short_tool  # `read_file`, as the .flow has it
 
@@ -1140,19 +1141,21 @@ class OtelSink:
                 self._end(self._run, now)
                 self._run = None
         try:
-            if self._owned:
-                self.provider.shutdown()
-            else:
-                self.provider.force_flush(int(self.settings.timeout * 1000))
+            provider, timeout_ms = self.provider, int(self.settings.timeout * 1000)
+            cut = until_cut(
+                provider.shutdown if self._owned else lambda: provider.force_flush(timeout_ms)
+            )
         finally:
             for lg, (propagate, level) in zip(self._loggers, self._saved, strict=True):
                 lg.removeHandler(self._problems)
                 lg.propagate = propagate
                 lg.setLevel(level)
-        if self._problems.messages:
+        if cut is not None or self._problems.messages:
+            why = f"cut short by {cut}; the spans not sent" if cut is not None else "failed: "
+            last = self._problems.messages[-1] if cut is None else ""
             print(
-                f"agentflow: telemetry export to {self.settings.endpoint} failed: "
-                f"{visible(_shorten(self._redact.text(self._problems.messages[-1])))}",
+                f"agentflow: telemetry export to {self.settings.endpoint} {why}"
+                f"{visible(_shorten(self._redact.text(last)))}",
                 file=sys.stderr,
             )
 
