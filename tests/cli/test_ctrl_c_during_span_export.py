@@ -21,6 +21,8 @@ import pytest
 from support.durable_questions import start_flowc
 from support.timing import scaled
 
+from agentflow.runtime import interrupt
+
 pytest.importorskip("opentelemetry.sdk")
 
 FLOW = 'stage s -> text { return "done" }\n'
@@ -79,3 +81,23 @@ def test_ctrl_c_during_the_span_export_keeps_the_finished_run(tmp_path, durable)
     assert took < scaled(5), took  # not the exporter's 10 s timeout
     last = json.loads((tmp_path / "t.jsonl").read_text().splitlines()[-1])
     assert last["kind"] == "run_finished" and last["data"]["status"] == "ok"
+
+
+def test_only_the_outermost_run_ending_makes_a_signal_a_cut():
+    # one tool call of an agent is a run of its own (runtime/chat.py): its end is not the run's
+    stop = interrupt.StopRequest()
+    token = interrupt.use_stop_request(stop)
+    try:
+        outer = interrupt.outermost_run()
+        inner = interrupt.outermost_run()
+        assert outer is not None and inner is None
+        interrupt.run_ended(inner)
+        assert stop.ended_at is None  # a signal now still stops the run
+        stop.note(signal.SIGINT, None)
+        assert interrupt.cut_short() is None
+        interrupt.run_ended(outer)
+        assert stop.ended_at == 1 and interrupt.cut_short() is None
+        stop.note(signal.SIGINT, None)
+        assert interrupt.cut_short() == "SIGINT"
+    finally:
+        interrupt._STOP.reset(token)

@@ -54,6 +54,7 @@ __all__ = [
     "end_offload_watch",
     "evaluate_in_thread",
     "cut_short",
+    "outermost_run",
     "run_ended",
     "until_cut",
     "offload_watch",
@@ -332,12 +333,28 @@ def stopping() -> str | None:
     return None
 
 
-def run_ended() -> None:
+_IN_RUN: contextvars.ContextVar[bool] = contextvars.ContextVar("agentflow_in_run", default=False)
+
+
+def outermost_run() -> contextvars.Token[bool] | None:
+    """At a run's start: a token for :func:`run_ended` when it is the outermost run of this
+    context, None for a run inside a run (one tool call of an agent, a planner's plan)."""
+    if _IN_RUN.get():
+        return None
+    return _IN_RUN.set(True)
+
+
+def run_ended(token: contextvars.Token[bool] | None) -> None:
     """Mark the run of this context's stop request as ended (its result is known, its
-    ``run_finished`` emitted): a first SIGINT / SIGTERM from now on does not stop it — the run
-    keeps its result and exit status — but cuts short what is left, the export of its spans
-    (:func:`cut_short`); a second one stops the process as usual (docs/decisions.md "Ctrl-C
-    during the span export")."""
+    ``run_finished`` emitted) — only for the outermost run (``token`` from
+    :func:`outermost_run`; None: a nested run, nothing done): a first SIGINT / SIGTERM from now
+    on does not stop it — the run keeps its result and exit status — but cuts short what is
+    left, the export of its spans (:func:`cut_short`); a second one stops the process as usual
+    (docs/decisions.md "Ctrl-C during the span export")."""
+    if token is None:
+        return
+    with contextlib.suppress(ValueError):  # (set in another context: nothing to undo here)
+        _IN_RUN.reset(token)
     stop = _STOP.get()
     if stop is not None and stop.ended_at is None:
         stop.ended_at = stop.received
