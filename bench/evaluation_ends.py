@@ -10,8 +10,9 @@ checkout's ``src`` to compare):
   ``count_by`` calls over 100,000 pairs) — seconds until the run ends;
 - ``unique``: ``unique(xs)`` of N distinct ints — seconds (pairwise before: quadratic);
 - ``overhead``: the evaluator's hot path — µs per evaluation of expression-heavy templates
-  (arithmetic, members, interpolation, projections over 10,000 elements, library calls), best
-  of several repetitions — the cost of the checkpoints.
+  (arithmetic, members, interpolation, projections over 10,000 elements, library calls, user
+  functions: one call, a tree of 63 calls, 8 calls side by side), best of several
+  repetitions — the cost of the checkpoints and of the call limit.
 
     .venv/bin/python bench/evaluation_ends.py [--skip-slow]
 """
@@ -25,6 +26,7 @@ import time
 from pathlib import Path
 
 from agentflow import api
+from agentflow.grammar import ast
 from agentflow.grammar.parser import parse_expression
 from agentflow.ir.loader import load_plan_data
 from agentflow.runtime.events import JsonlSink
@@ -52,6 +54,29 @@ HOT = [
     ("len+sum 10k", "len(ys) + sum(ys)", {"ys": list(range(10_000))}),
     ("in 10k", "-1 in ys", {"ys": list(range(10_000))}),
 ]
+
+
+#: user functions for the hot path: ``inc(x) = x + 1``; ``t0(x) = inc(x)``, ``tk(x) = t(k-1)(x) +
+#: t(k-1)(x) - x`` (t5: 63 calls per call)
+USER = {"inc": (("x",), "x + 1"), "t0": (("x",), "inc(x)")}
+USER.update({f"t{k}": (("x",), f"t{k - 1}(x) + t{k - 1}(x) - x") for k in range(1, 6)})
+HOT_CALLS = [
+    ("user call", "inc(a) * 2", {"a": 12}),
+    ("user tree 63", "t5(a)", {"a": 12}),
+    ("user calls x8", " + ".join(["inc(a)"] * 8), {"a": 12}),
+]
+
+
+def _bound(expr: ast.Expr) -> ast.Expr:
+    """``expr`` with its calls of :data:`USER` bound (as the plan loader binds them)."""
+    table: dict[str, ast.UserFunction] = {}
+    for name, (params, body) in USER.items():
+        table[name] = ast.UserFunction(name, params, parse_expression(body, "<b>"))
+    for fn in [*table.values(), expr]:
+        for node in ast.walk(fn.body if isinstance(fn, ast.UserFunction) else fn):
+            if isinstance(node, ast.UserCall):
+                node.function = table[node.name]
+    return expr
 
 
 def _run(source: str, name: str, trace: Path | None, inp: dict | None = None) -> tuple:
@@ -103,8 +128,8 @@ def unique(n: int) -> None:
 
 
 def overhead(reps: int = 15) -> None:
-    for label, text, scope in HOT:
-        expr = parse_expression(text, "<b>")
+    for label, text, scope in HOT + HOT_CALLS:
+        expr = _bound(parse_expression(text, "<b>"))
         n = 2000 if "k" not in label else 20
         best = float("inf")
         for _ in range(reps):

@@ -50,6 +50,7 @@ from agentflow.core.vocabulary import (
     ERROR_TYPE,
     GENERIC_TYPES,
     HARD_STOP_CODES,
+    MAX_FUNCTION_CALLS,
     OUTCOME_TYPE,
 )
 from agentflow.grammar import ast
@@ -293,6 +294,7 @@ _ONLY_FROM = {
     "parse_error": "`parse_int`, `parse_number` or `parse_json`",
     "regex_timeout": "`match`, `matches` or `find_all`",
     "arithmetic": "`/`, `%`, `+`, `-`, `*` on numbers, `sum`, `round`, `floor`, `ceil` or `abs`",
+    "call_limit": "a call of a user function whose calls multiply past the limit",
 }
 
 
@@ -368,6 +370,9 @@ def possible_error_codes(
             if n.name not in entered:  # its body fails as it would written here
                 entered.add(n.name)
                 nodes.append(sig.decl.body)
+            if _call_bound(n.name, functions or {}, {}) > MAX_FUNCTION_CALLS:
+                why = f"`{n.name}(…)` may make more than {MAX_FUNCTION_CALLS:,} calls in all"
+                add([FailureCause("call_limit", why, n.span)])
         elif isinstance(n, ast.Call):
             if isinstance(n.callee, ast.Name):
                 if n.callee.name.startswith("plan__"):
@@ -440,6 +445,24 @@ def possible_error_codes(
             seen.add(cause.code)
             out.append(cause)
     return out
+
+
+def _call_bound(name: str, functions: Mapping[str, Any], memo: dict[str, int]) -> int:
+    """The most calls one call of user function ``name`` can make, itself included (both arms
+    of an `if` counted; functions never recurse): what ``call_limit`` bounds at run time."""
+    if name in memo:
+        return memo[name]
+    memo[name] = MAX_FUNCTION_CALLS + 1  # a cycle (reported elsewhere) counts as past it
+    sig = functions.get(name)
+    total = 1
+    if sig is not None:
+        for n in ast.walk(sig.decl.body):
+            if isinstance(n, ast.UserCall):
+                total += _call_bound(n.name, functions, memo)
+                if total > MAX_FUNCTION_CALLS:
+                    break
+    memo[name] = total
+    return total
 
 
 def _walk_all(nodes: list[Any]) -> Iterator[ast.Node]:

@@ -481,6 +481,11 @@ ERROR_CODES: dict[str, ErrorCode] = {
             False,
             "a `match` whose value no arm's pattern matches and that has no `_` arm",
         ),
+        ErrorCode(
+            "call_limit",
+            False,
+            "a user function's call made more calls than one call may (an exponential call tree)",
+        ),
     )
 }
 #: Error codes ``retry { on: [...] }`` (docs/spec/LANGUAGE.md §8) and a plan's ``retry.on`` may
@@ -537,6 +542,7 @@ class Code(StrEnum):
     REGEX_TIMEOUT = "regex_timeout"
     ARITHMETIC = "arithmetic"
     NO_MATCH = "no_match"
+    CALL_LIMIT = "call_limit"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -640,6 +646,11 @@ MINUS_PRECEDENCE = 9
 #: operator chain counts one level per link).  Evaluation recurses once per level, so this bounds
 #: the evaluator's stack; the parser bounds brackets separately (:data:`MAX_NESTING`).
 MAX_EXPR_DEPTH = 200
+#: Most calls of user functions one call of a user function may make, itself and the calls it
+#: makes in turn included (docs/reference/programs.md "User functions"): functions never recurse,
+#: so only a call tree that grows exponentially (``f(x) + f(x)`` at each level) reaches it;
+#: past it the call fails with ``call_limit``. About 0.3 s of evaluation.
+MAX_FUNCTION_CALLS = 100_000
 #: Keys of a plan whose values are JSON Schemas: their strings are never templates.
 PLAN_SCHEMA_KEYS: frozenset[str] = frozenset(
     {"output_schema", "outputSchema", "input_schema", "schema"}

@@ -93,8 +93,10 @@ from agentflow.runtime.interrupt import (
     end_offload_watch,
     end_watch,
     offload_watch,
+    outermost_run,
     outside_cancel,
     run,
+    run_ended,
     stop_request,
     until_stopped,
     use_offload_watch,
@@ -988,6 +990,8 @@ async def run_plan(
     if plan.source_file and not plan.source_file.startswith("<"):
         started["file"] = plan.source_file  # the `.flow` or plan file, as given (for reports)
     ex.emit("run_started", "", frame.stack, **started)
+    # None in a run inside a run: a tool call's (under a prefix), a planner's
+    outermost = outermost_run() if not prefix else None
     cancelled: BaseException | None = None
     stop = stop_request()
     watchdog = stop.watchdog if stop is not None and deadline_s is not None else None
@@ -1065,6 +1069,7 @@ async def run_plan(
     if forwarding:
         assert router is not None
         router.on_event = None
+    run_ended(outermost)  # a Ctrl-C from now on cuts the span export short, the result stands
     bus.close()
     running_step_usage.reset(usage_token)
     if watchdog is not None:

@@ -27,6 +27,7 @@ import regex
 from agentflow.core.functions import FUNCTIONS, arity
 from agentflow.core.vocabulary import (
     MAX_EXPR_DEPTH,
+    MAX_FUNCTION_CALLS,
     MAX_INT,
     MIN_INT,
     UNARY_CONDITION_OPS,
@@ -798,7 +799,12 @@ def _call_function(name: str, args: list[Any]) -> Any:
 def _visit_UserCall(node: ast.UserCall, scope: Mapping[str, Any]) -> Any:
     """A plan function's call (docs/spec/PLAN_IR.md "functions"; the loader bound ``node`` to
     it): the arguments evaluated in the caller's scope, the body in a scope of the parameters
-    alone. A failure inside the body names the function and the call as written."""
+    alone. A failure inside the body names the function and the call as written.
+
+    The calls one outermost call makes in all are counted (shared through the bodies' scopes,
+    :class:`_Frame`): every :data:`_CALLS_CHUNK` calls a :func:`checkpoint` (the
+    run's deadline, a stop signal, a cancel), and past ``MAX_FUNCTION_CALLS`` the outermost call
+    fails with ``call_limit`` (docs/decisions.md "User functions that never end")."""
     fn = node.function
     if fn is None:
         raise ExprError(f"`{expr_text(node)}`: the plan has no function `{node.name}`")
@@ -808,12 +814,57 @@ def _visit_UserCall(node: ast.UserCall, scope: Mapping[str, Any]) -> Any:
             f"`{expr_text(node)}`: function `{fn.name}` takes {len(fn.params)} arguments, "
             f"{len(args)} given"
         )
+    frame = _Frame(zip(fn.params, args, strict=False))  # counted above; `strict` costs 2x
+    if type(scope) is _Frame:  # a call inside a body: one more of its outermost call's
+        calls = frame.calls = scope.calls
+        calls[0] -= 1
+        if not calls[0] & _CALLS_MASK:
+            _calls_checkpoint(calls)
+    else:
+        frame.calls = [MAX_FUNCTION_CALLS, node]
     try:
-        return _visit(fn.body, dict(zip(fn.params, args, strict=True)))
+        return _visit(fn.body, frame)
     except EvalEnded:
         raise
     except RunError as e:
         raise _in_function(e, node, fn.name) from None
+
+
+class _Frame(dict[str, Any]):
+    """A function body's scope: its parameters, and (``calls``) the count of its outermost
+    call, shared by every call it makes in turn: ``[calls it may still make, that call's
+    node]`` (a list: an object of its own cost 10 % of a small call)."""
+
+    __slots__ = ("calls",)
+    calls: list[Any]
+
+
+#: Calls between two checkpoints of a call tree (a power of two: ``left & _CALLS_MASK``), and
+#: the work each call counts for a :class:`~agentflow.runtime.interrupt.WorkMeter` (a call costs
+#: about what 6 elements of a projection cost)
+_CALLS_CHUNK = 1024
+_CALLS_MASK = _CALLS_CHUNK - 1
+_CALL_WORK = 6
+
+
+def _calls_checkpoint(calls: list[Any]) -> None:
+    """Every :data:`_CALLS_CHUNK` calls of one call tree (``calls``: :class:`_Frame`'s): the
+    run's end looked at, and ``call_limit`` raised once ``MAX_FUNCTION_CALLS`` calls were made
+    (an :class:`EvalEnded`, so no enclosing call words it again: the message names the
+    outermost call, as the `.flow` wrote it)."""
+    checkpoint(_CALLS_CHUNK * _CALL_WORK)
+    if calls[0] <= 0:
+        node: ast.UserCall = calls[1]
+        name = node.function.name if node.function is not None else node.name
+        limit = f"{MAX_FUNCTION_CALLS:,}"
+        raise EvalEnded(
+            Code.CALL_LIMIT,
+            f"in function `{name}`, called as `{expr_text(node)}`: the call made more than "
+            f"{limit} function calls, the most one call may make with the calls it makes in "
+            "turn — a function that calls another twice or more at each level multiplies the "
+            "calls; compute a value once and pass it on (a parameter, a `let`)",
+            details={"function": name, "limit": MAX_FUNCTION_CALLS},
+        )
 
 
 def _in_function(e: RunError, node: ast.UserCall, name: str) -> RunError:

@@ -53,6 +53,10 @@ __all__ = [
     "end_meter",
     "end_offload_watch",
     "evaluate_in_thread",
+    "cut_short",
+    "outermost_run",
+    "run_ended",
+    "until_cut",
     "offload_watch",
     "use_meter",
     "use_offload_watch",
@@ -233,6 +237,11 @@ class StopRequest:
         #: signals a busy evaluation acted on before the loop could (:meth:`seen_now`): their
         #: :meth:`request` later is no second signal
         self.seen = 0
+        #: the signals received when the run ended (:func:`run_ended`), None before: the first
+        #: signal after it only cuts the export of its spans short (:func:`cut_short`)
+        self.ended_at: int | None = None
+        #: whether that first signal came (and was taken as the cut, not as a stop)
+        self.cut = False
 
     def note(self, signum: int, frame: Any) -> None:
         """Python-level signal handler (main thread, between bytecodes): count the signal; the
@@ -245,6 +254,9 @@ class StopRequest:
         self.handled += 1
         if self.handled <= self.seen:
             return  # a busy evaluation stopped the run on it already (seen_now)
+        if self.ended_at is not None and self.signal is None and not self.cut:
+            self.cut = True  # the run has ended: this one only cut its export short
+            return
         if self.signal is not None or self.listeners == 0:
             self.signal = self.signal or signal.Signals(signum).name
             self.signum = self.signum or signum
@@ -318,6 +330,65 @@ def stopping() -> str | None:
         return stop.signal
     if stop.received:
         return signal.Signals(stop.received_signum or signal.SIGINT).name
+    return None
+
+
+_IN_RUN: contextvars.ContextVar[bool] = contextvars.ContextVar("agentflow_in_run", default=False)
+
+
+def outermost_run() -> contextvars.Token[bool] | None:
+    """At a run's start: a token for :func:`run_ended` when it is the outermost run of this
+    context, None for a run inside a run (one tool call of an agent, a planner's plan)."""
+    if _IN_RUN.get():
+        return None
+    return _IN_RUN.set(True)
+
+
+def run_ended(token: contextvars.Token[bool] | None) -> None:
+    """Mark the run of this context's stop request as ended (its result is known, its
+    ``run_finished`` emitted) — only for the outermost run (``token`` from
+    :func:`outermost_run`; None: a nested run, nothing done): a first SIGINT / SIGTERM from now
+    on does not stop it — the run keeps its result and exit status — but cuts short what is
+    left, the export of its spans (:func:`cut_short`); a second one stops the process as usual
+    (docs/decisions.md "Ctrl-C during the span export")."""
+    if token is None:
+        return
+    with contextlib.suppress(ValueError):  # (set in another context: nothing to undo here)
+        _IN_RUN.reset(token)
+    stop = _STOP.get()
+    if stop is not None and stop.ended_at is None:
+        stop.ended_at = stop.received
+
+
+def cut_short() -> str | None:
+    """The name of the signal received since :func:`run_ended` (the export must be given up),
+    or None (none came, or no run of this context has ended)."""
+    stop = _STOP.get()
+    if stop is None or stop.ended_at is None or stop.received <= stop.ended_at:
+        return None
+    return signal.Signals(stop.received_signum or signal.SIGINT).name
+
+
+def until_cut(work: Callable[[], Any]) -> str | None:
+    """``work()`` (a run's last export, after :func:`run_ended`), given up when a signal comes
+    meanwhile (:func:`cut_short`): it goes on on a daemon thread, left behind, and the signal's
+    name is returned; None when it finished (its failure is its own to report: the exporter
+    logs it). Without a stop request (a library caller's loop) it runs here, as before."""
+    if _STOP.get() is None:
+        work()
+        return None
+    done = threading.Event()
+
+    def export() -> None:
+        with contextlib.suppress(Exception):
+            work()
+        done.set()
+
+    threading.Thread(target=export, name="agentflow-export", daemon=True).start()
+    while not done.wait(0.05):
+        cut = cut_short()
+        if cut is not None:
+            return cut
     return None
 
 

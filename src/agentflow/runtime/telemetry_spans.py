@@ -24,6 +24,7 @@ from agentflow.core.redaction import MIN_RUN, SECRETS, register_secrets
 from agentflow.core.text import clean_text, escape_surrogates, finite_dumps, visible
 from agentflow.core.version import __version__
 from agentflow.runtime import genai_attributes as G
+from agentflow.runtime.interrupt import until_cut
 from agentflow.runtime.telemetry_settings import TelemetrySettings, new_tracer_provider
 
 __all__ = ["MAX_ATTRIBUTE_CHARS", "REDACTED", "SpanTree"]
@@ -517,18 +518,20 @@ class SpanTree:
                 self._end(self._run, now)
                 self._run = None
         try:
-            if self._owned:
-                self.provider.shutdown()
-            else:
-                self.provider.force_flush(int(self.settings.timeout * 1000))
+            provider, timeout_ms = self.provider, int(self.settings.timeout * 1000)
+            cut = until_cut(
+                provider.shutdown if self._owned else lambda: provider.force_flush(timeout_ms)
+            )
         finally:
             for lg, (propagate, level) in zip(self._loggers, self._saved, strict=True):
                 lg.removeHandler(self._problems)
                 lg.propagate = propagate
                 lg.setLevel(level)
-        if self._problems.messages:
+        if cut is not None or self._problems.messages:
+            why = f"cut short by {cut}; the spans not sent" if cut is not None else "failed: "
+            last = self._problems.messages[-1] if cut is None else ""
             print(
-                f"agentflow: telemetry export to {self.settings.endpoint} failed: "
-                f"{visible(_shorten(self._redact.text(self._problems.messages[-1])))}",
+                f"agentflow: telemetry export to {self.settings.endpoint} {why}"
+                f"{visible(_shorten(self._redact.text(last)))}",
                 file=sys.stderr,
             )

@@ -96,8 +96,8 @@ while True:
             pass
         try:
             signal.alarm(2)  # a full pipe nobody reads: the watchdog still ends
-            os.write(2, ("flowc: the run did not stop within %gs of %s (a tool is holding the "
-                         "interpreter); ended it\n" % (grace, what)).encode())
+            os.write(2, ("flowc: the run did not stop within %gs of %s (a tool or a computation "
+                         "is holding the interpreter); ended it\n" % (grace, what)).encode())
         except OSError:
             pass
         os._exit(0)
