@@ -652,11 +652,18 @@ def _local_names(out: Imports) -> None:
     seen: set[int] = set()
     for imp in out.declared:
         item = imp.item
-        if id(item) in seen or not isinstance(item, ast.TypeDecl):
+        if id(item) in seen or isinstance(item, ast.ExternType):
             continue
         seen.add(id(item))
         scope = out.scopes.get(item.span.file, {})
-        for node in ast.walk(item.body if item.body is not None else item.alias):
+        # a function's signature names types too (its body is walked for the types an
+        # expression may write): each read in the function's own file
+        written: list[ast.Node | None] = (
+            [*(p.type for p in item.params), item.returns, item.body]
+            if isinstance(item, ast.FnDecl)
+            else [item.body if item.body is not None else item.alias]
+        )
+        for node in (n for w in written if w is not None for n in ast.walk(w)):
             if isinstance(node, ast.NamedType):
                 dep = scope.get(node.name)
                 if dep is not None:
