@@ -179,6 +179,26 @@ class UserFunctionChecks(CheckerShared):
                 hint=f"name it otherwise (`my_{name}`), or call the library's `{name}`",
             )
             return True
+        if "__" in name and name not in self.tool_decls:
+            # `server__tool` is how a call names a catalog tool: `f(x)` would call the function
+            # and `f(x: 1)` the tool (docs/decisions.md "A function's name is never a tool's")
+            server, _, tool = name.partition("__")
+            self.report(
+                D.DUPLICATE_DEFINITION,
+                f"`{name}` has the shape of a tool's name (`server__tool`): a user function "
+                "cannot take it",
+                fn.name.span,
+                notes=[
+                    Note(
+                        f"with named arguments `{name}(…)` calls the tool `{tool}` of the "
+                        f"server `{server}`"
+                    )
+                ]
+                if server and tool
+                else [],
+                hint=f"name it without `__` (`{_one_underscore(name)}`)",
+            )
+            return True
         if name in self.tool_decls:
             decl = self.tool_decls[name].decl
             span = getattr(getattr(decl, "name", None), "span", None)
@@ -531,3 +551,10 @@ class UserFunctionChecks(CheckerShared):
 
 def _count(n: int) -> str:
     return f"{n} argument" + ("" if n == 1 else "s")
+
+
+def _one_underscore(name: str) -> str:
+    """``user__size`` → ``user_size``: a function name with no ``__`` in it."""
+    while "__" in name:
+        name = name.replace("__", "_")
+    return name
