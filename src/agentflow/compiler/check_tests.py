@@ -27,6 +27,7 @@ from agentflow.compiler.check_errors import agent_error_codes
 from agentflow.compiler.check_expressions import literal_const
 from agentflow.compiler.check_types import object_tags
 from agentflow.compiler.checker_shared import CheckerShared, Var
+from agentflow.compiler.lower_match import decides
 from agentflow.compiler.lower_parallel import effectful
 from agentflow.compiler.symbols import Symbol
 from agentflow.compiler.types import (
@@ -885,7 +886,7 @@ _STEP_EXPRS = (
 def is_step(value: ast.Expr) -> bool:
     """Whether ``let N = value`` compiles to one step of its own, which ``stub step N`` can
     replace (a ``parallel`` block is one when every branch runs: see :func:`effectful`)."""
-    return isinstance(value, _STEP_EXPRS)
+    return isinstance(value, _STEP_EXPRS) or decides(value)
 
 
 def _asks_hint(asks: list[str]) -> str:
@@ -1029,8 +1030,11 @@ def _check_named_stub(checker: CheckerShared, stub: ast.TestStub, case: str | No
             if found is None:
                 return
             targets = found
-        steps = (*_STEP_EXPRS, ast.ParallelExpr)
-        inline = [t for t in targets if not stub.branch and not isinstance(t.value, steps)]
+        inline = [
+            t
+            for t in targets
+            if not stub.branch and not (is_step(t.value) or isinstance(t.value, ast.ParallelExpr))
+        ]
         if inline:
             _unknown_target(
                 checker,
