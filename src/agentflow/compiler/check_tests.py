@@ -930,69 +930,107 @@ def _parallel_targets(
     """``stub step r`` / ``stub step r.a`` where ``let r`` may be a ``parallel`` block
     (docs/reference/testing.md "Stubbing a parallel block"): what each stands in for — the
     block, when every branch runs as a step (its value is the step's), or the branch ``a``, when
-    it runs as one (its value is the branch's); None once the mistake is reported."""
+    it runs as one (its value is the branch's); None once the mistake is reported. ``let r``
+    may bind a block in several stages: ``r.a`` stands for the branch ``a`` of each block that
+    has one (as ``stub step v`` stands for the ``let v`` of each stage)."""
+    if stub.branch is not None:
+        return _branch_targets(checker, stub, stub.branch, targets)
     name, out = stub.target.name, []
+    several = sum(isinstance(t.value, ast.ParallelExpr) for t in targets) > 1
     for t in targets:
         block = t.value
         if not isinstance(block, ast.ParallelExpr):
-            if stub.branch is None:
-                out.append(t)
-                continue
-            _unknown_target(
-                checker,
-                f"`{name}` is not a `parallel` block: `stub step {stub.written}` names a branch of "
-                f"`let {name} = parallel {{ … }}`",
-                stub.branch.span,
-                notes=[Note(f"`{name}` is bound here", t.span)],
-                hint=f"stub the step itself: `stub step {name} returns …`",
-                names_nothing=False,
-            )
-            return None
+            out.append(t)
+            continue
         runs = [b.key for b in block.branches if effectful(b.value)]
-        if stub.branch is None:
-            if len(runs) == len(block.branches):
-                out.append(t)
-                continue
-            pure = ", ".join(f"`{b.key}`" for b in block.branches if b.key not in runs)
+        if len(runs) == len(block.branches):
+            out.append(t)
+            continue
+        pure = ", ".join(f"`{b.key}`" for b in block.branches if b.key not in runs)
+        where = f" in stage `{t.stage}`" if several else ""
+        _unknown_target(
+            checker,
+            f"`{name}` is not a step of its own: its `parallel` block{where} computes {pure} "
+            "from other values",
+            stub.target.span,
+            notes=[Note(f"`{name}` is computed here", block.span)],
+            hint=(
+                f"stub the branches that run, one by one: `stub step {name}.{runs[0]} returns …`"
+                if runs
+                else "stub what it is computed from (a tool, agent or ask)"
+            ),
+            names_nothing=False,
+        )
+        return None
+    return out
+
+
+def _branch_targets(
+    checker: CheckerShared, stub: ast.TestStub, branch: ast.Ident, targets: list[NamedStep]
+) -> list[NamedStep] | None:
+    """``stub step r.a``: the branch ``a`` of every ``let r = parallel { … }`` that has one,
+    in whichever stage (a ``let r`` that is no block is left out when one is); None once the
+    mistake is reported — no block, no block with that branch (each block's branches named,
+    with its stage when there are several), or a branch that is computed inline."""
+    name, key = stub.target.name, branch.name
+    blocks = [t for t in targets if isinstance(t.value, ast.ParallelExpr)]
+    if not blocks:
+        _unknown_target(
+            checker,
+            f"`{name}` is not a `parallel` block: `stub step {stub.written}` names a branch of "
+            f"`let {name} = parallel {{ … }}`",
+            branch.span,
+            notes=[Note(f"`{name}` is bound here", targets[0].span)],
+            hint=f"stub the step itself: `stub step {name} returns …`",
+            names_nothing=False,
+        )
+        return None
+    several = len(blocks) > 1
+    found = [
+        (t, b)
+        for t in blocks
+        if isinstance(t.value, ast.ParallelExpr)
+        for b in t.value.branches
+        if b.key == key
+    ]
+    if not found:
+        keys = [
+            (t.stage, [b.key for b in t.value.branches])
+            for t in blocks
+            if isinstance(t.value, ast.ParallelExpr)
+        ]
+        every = sorted({k for _, ks in keys for k in ks})
+        listed = (
+            "; ".join(f"stage `{stage}`: {', '.join(ks)}" for stage, ks in keys)
+            if several
+            else ", ".join(keys[0][1])
+        )
+        _unknown_target(
+            checker,
+            f"no `parallel` block of `{name}` has a branch `{key}`"
+            if several
+            else f"the `parallel` block of `{name}` has no branch `{key}`",
+            branch.span,
+            hint=did_you_mean(key, every) or f"{'their' if several else 'its'} branches: {listed}",
+            names_nothing=False,
+        )
+        return None
+    out = []
+    for t, b in found:
+        if not effectful(b.value):
+            where = f" (stage `{t.stage}`)" if several else ""
             _unknown_target(
                 checker,
-                f"`{name}` is not a step of its own: its `parallel` block computes {pure} from "
-                "other values",
-                stub.target.span,
-                notes=[Note(f"`{name}` is computed here", block.span)],
-                hint=(
-                    f"stub the branches that run, one by one: `stub step {name}.{runs[0]} returns …`"
-                    if runs
-                    else "stub what it is computed from (a tool, agent or ask)"
-                ),
-                names_nothing=False,
-            )
-            return None
-        key = stub.branch.name
-        branch = next((b for b in block.branches if b.key == key), None)
-        if branch is None:
-            keys = [b.key for b in block.branches]
-            _unknown_target(
-                checker,
-                f"the `parallel` block of `{name}` has no branch `{key}`",
-                stub.branch.span,
-                hint=did_you_mean(key, keys) or f"its branches: {', '.join(keys)}",
-                names_nothing=False,
-            )
-            return None
-        if key not in runs:
-            _unknown_target(
-                checker,
-                f"branch `{key}` of `{name}` is not a step of its own: its value is computed "
-                "from other values",
-                stub.branch.span,
-                notes=[Note(f"`{key}` is computed here", branch.value.span)],
+                f"branch `{key}` of `{name}`{where} is not a step of its own: its value is "
+                "computed from other values",
+                branch.span,
+                notes=[Note(f"`{key}` is computed here", b.value.span)],
                 hint="stub what it is computed from (a tool, agent or ask)",
                 names_nothing=False,
             )
             return None
-        value_type = checker.types.get(id(branch.value), ERROR)
-        out.append(NamedStep(name, t.stage, branch.value, value_type, branch.value.span))
+        value_type = checker.types.get(id(b.value), ERROR)
+        out.append(NamedStep(name, t.stage, b.value, value_type, b.value.span))
     return out
 
 
