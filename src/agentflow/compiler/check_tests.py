@@ -901,7 +901,9 @@ def _asks_hint(asks: list[str]) -> str:
 
 def _nested_ask_hint(checker: CheckerShared, name: str) -> str | None:
     """The hint for ``stub ask NAME`` where ``let NAME = …`` holds an ``ask`` inside a larger
-    expression (``let ok = if c then true else ask "…"``): the ``let`` is not the ask's name."""
+    expression (``let ok = if c then true else ask "…"``): the ``let`` is not the ask's name.
+    An ``ask`` in a branch of ``let NAME = parallel { … }`` is stubbed as that branch
+    (``stub step NAME.B``); one an ``if`` or ``match`` may not reach cannot move out of it."""
     for step in named_steps(checker.stage_order, checker.types):
         if step.name != name:
             continue
@@ -914,14 +916,49 @@ def _nested_ask_hint(checker: CheckerShared, name: str) -> str | None:
             if asks == 1
             else f"all {asks} asks of the stage, in the order they are asked: `returns A then B …`"
         )
+        by_stage = (
+            f"`stub ask {step.stage} returns …` answers the asks of stage `{step.stage}` ({which})"
+        )
+        if isinstance(step.value, ast.ParallelExpr):
+            branch = next(
+                b.key
+                for b in step.value.branches
+                if any(isinstance(n, ast.AskExpr) for n in ast.walk(b.value))
+            )
+            return (
+                f"the `ask` is branch `{branch}` of the `parallel` block `{name}`: write `stub "
+                f"step {name}.{branch} returns …` (the branch's value); {by_stage}"
+            )
+        conditional = next(
+            (
+                n
+                for n in ast.walk(step.value)
+                if isinstance(n, ast.CondExpr | ast.MatchExpr)
+                and any(isinstance(a, ast.AskExpr) for arm in _arms(n) for a in ast.walk(arm))
+            ),
+            None,
+        )
+        word = "if" if isinstance(conditional, ast.CondExpr) else "match"
+        moved = (
+            f"Moving the ask to a `let` of its own before the `{word}` would change the flow: "
+            f"the person would be asked even when the `{word}` does not reach the ask"
+            if conditional is not None
+            else 'Or bind the ask to a `let` of its own (`let answer = ask "…"`) and stub that'
+        )
         return (
             f"write `stub ask {step.stage} returns …`: it answers the asks of stage "
             f"`{step.stage}` ({which}); `{name}` is the `let` the `ask` sits in, not the ask's "
             f"own name (`stub ask` names a `let` whose whole value is the ask, or a stage). "
-            f"Moving the ask to a `let` of its own before the `if` would change the flow: the "
-            f"person would be asked even when the `if` does not reach the ask"
+            f"{moved}"
         )
     return None
+
+
+def _arms(e: ast.CondExpr | ast.MatchExpr) -> list[ast.Expr]:
+    """The values an ``if`` or ``match`` may not reach: its arms."""
+    if isinstance(e, ast.CondExpr):
+        return [e.then, e.else_]
+    return [arm.value for arm in e.arms]
 
 
 def _parallel_targets(
