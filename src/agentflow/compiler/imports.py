@@ -95,8 +95,9 @@ class Imports:
     #: for every file read (transitively): a call in a body is read in its own file's scope
     fn_scopes: dict[str, dict[str, ast.FnDecl]] = field(default_factory=dict)
     #: ``id(NamedType)`` → this module's name for the type, for each type written in an
-    #: imported declaration under another name than this module knows it by (a renamed
-    #: import: ``import { Severity as Level }`` makes ``Ticket``'s ``Severity`` a ``Level``)
+    #: imported declaration (a type's body, a function's signature) under another name than
+    #: this module knows it by (a renamed import: ``import { Severity as Level }`` makes
+    #: ``Ticket``'s ``Severity`` a ``Level``, and ``rank(s: Severity)`` takes a ``Level``)
     refs: dict[int, str] = field(default_factory=dict)
 
 
