@@ -148,6 +148,8 @@ def result_shape(step: dict[str, Any]) -> Any:
         return lambda v: {"kept": v}
     if tool == "agent" and "result.output.value" in select:
         return lambda v: {"output": {"value": v}}
+    if tool == "decide":  # `let v = if … / match …` with an effectful arm: the arm's value
+        return lambda v: {"output": v}
     if tool == "agent" or (tool.startswith("plan__") and "result.output" in select):
         return lambda v: {"output": v}
     return None

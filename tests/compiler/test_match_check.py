@@ -182,3 +182,43 @@ def test_fmt_moves_a_leading_comma_and_a_brace_on_its_own_line_to_the_arm_and_su
         "  return a + b\n}\n"
     )
     assert format_source(out, "m.flow") == out
+
+
+def _reported(body: str) -> list[tuple[str, str, int, int, str | None]]:
+    text = HEAD + f"stage s -> json {{\n  return {body}\n}}\n"
+    return [
+        (d.code, d.message, d.span.line, d.span.column, d.hint)
+        for d in check_source(text, "m.flow").diagnostics
+    ]
+
+
+def test_a_pattern_repeated_within_one_arm_is_unreachable_at_the_repeat():
+    assert _reported('match input.n { 1 | 1 => "a", _ => "z" }') == [
+        (
+            "unreachable-arm",
+            "`1` is repeated in this arm: the `1` before it matches the same value, so this "
+            "pattern is never reached",
+            6,
+            30,
+            "remove the repeated pattern",
+        )
+    ]
+    [(code, message, _, column, _)] = _reported('match input.n { 1 | 1.0 => "a", _ => "z" }')
+    assert (code, column) == ("unreachable-arm", 30)
+    assert message.startswith("`1.0` is repeated in this arm: the `1` before it")
+
+
+def test_a_repeated_pattern_notes_the_first_of_its_arm():
+    text = (
+        HEAD
+        + 'stage s -> json {\n  return match input.sev { "low" | "high" | "low" => 1, _ => 2 }\n}\n'
+    )
+    [d] = check_source(text, "m.flow").diagnostics
+    assert d.code == "unreachable-arm" and d.span.column == 45
+    assert [(n.message, n.span.column) for n in d.notes] == [("matched here", 28)]
+
+
+def test_the_no_overlap_hint_of_a_misspelt_string_pattern_is_the_quoted_literal():
+    [(code, _, _, _, hint)] = _reported('match input.sev { "lo" => 1, _ => 2 }')
+    assert code == "no-overlap"
+    assert hint == 'did you mean "low"? (`input.sev` can be "low", "medium" or "high")'

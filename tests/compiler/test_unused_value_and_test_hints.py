@@ -76,3 +76,47 @@ def test_expect_failure_code_hints_at_expect_fail_with_the_code():
     (d,) = diags(src)
     assert d.code == "unknown-name" and d.message == "unknown name `failure`"
     assert d.hint.startswith('a test expects a failed run with `expect fail "loop_exhausted"`')
+
+
+PARALLEL_ASK = """extern tool user__size(path: text) -> int
+input { p: text }
+stage a -> int {
+  let both = parallel { ok: ask "go?" expect bool default false, n: user__size(path: input.p) }
+  return if both.ok then both.n else 0
+}
+"""
+
+
+def test_stub_ask_of_a_parallel_block_an_ask_is_a_branch_of_hints_the_branch_stub():
+    (d,) = diags(PARALLEL_ASK + 'test "t" {\n  input { p: "a" }\n  stub ask both returns true\n}\n')
+    assert d.code == "unknown-stub-target"
+    assert d.hint == (
+        "the `ask` is branch `ok` of the `parallel` block `both`: write `stub step both.ok "
+        "returns …` (the branch's value); `stub ask a returns …` answers the asks of stage `a` "
+        "(the stage's only ask)"
+    )
+    assert "`if`" not in d.hint
+
+
+def test_the_branch_stub_the_parallel_ask_hint_gives_answers_the_ask(tmp_path):
+    import agentflow
+
+    (tmp_path / "t.flow").write_text(
+        PARALLEL_ASK + 'test "t" {\n  input { p: "a" }\n  stub step both.ok returns true\n'
+        "  stub tool user__size returns 3\n  expect output == 3\n}\n",
+        encoding="utf-8",
+    )
+    report = agentflow.run_tests(tmp_path / "t.flow")
+    assert report.ok, report.outcomes[0].failures
+
+
+def test_stub_ask_of_a_let_an_ask_sits_in_unconditionally_does_not_speak_of_an_if():
+    flow = (
+        'input { n: int }\nstage s -> text {\n  let t = upper(ask "name?" expect text)\n'
+        '  return t\n}\ntest "t" {\n  input { n: 1 }\n  stub ask t returns "x"\n}\n'
+    )
+    (d,) = diags(flow)
+    assert "`if`" not in d.hint
+    assert d.hint.endswith(
+        'Or bind the ask to a `let` of its own (`let answer = ask "…"`) and stub that'
+    )

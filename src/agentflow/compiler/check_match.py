@@ -34,7 +34,7 @@ from agentflow.compiler.types import (
     widen,
 )
 from agentflow.core import diagnostics as D
-from agentflow.core.diagnostics import Note, did_you_mean
+from agentflow.core.diagnostics import Note, did_you_mean, suggested
 from agentflow.grammar import ast
 
 #: a pattern's value as ``==`` compares it: numbers by value (``1`` is ``1.0``), ``true`` never
@@ -108,6 +108,18 @@ class MatchChecks(CheckerShared):
                         p.span,
                         notes=[Note("matched here", before.span)],
                         hint="remove the pattern (or the arm, when nothing else is left in it)",
+                    )
+                    continue
+                if key in keys:  # `1 | 1`, `1 | 1.0`: the first of the arm matches it already
+                    first = written[keys.index(key)]
+                    self.report(
+                        D.UNREACHABLE_ARM,
+                        f"`{self.pattern_text(p)}` is repeated in this arm: the "
+                        f"`{self.pattern_text(first)}` before it matches the same value, so this "
+                        "pattern is never reached",
+                        p.span,
+                        notes=[Note("matched here", first.span)],
+                        hint="remove the repeated pattern",
                     )
                     continue
                 keys.append(key)
@@ -185,8 +197,8 @@ class MatchChecks(CheckerShared):
                 hint = f"{subject} can be {_listed(listed).replace(' and ', ' or ')}"
                 if isinstance(p, ast.StringLit):
                     close = did_you_mean(p.text, [v for v in values if isinstance(v, str)])
-                    if close:
-                        hint = f"{close.rstrip('?')}? ({hint})"
+                    if close:  # the literal as written, pasteable (as `==`'s hint gives it)
+                        hint = f"did you mean {literal_str(suggested(close))}? ({hint})"
             elif pt == NULL:
                 hint = f"{subject} is never null: its type is `{type_str(st)}`, not optional"
             elif self.env.resolve(ls) == INT:

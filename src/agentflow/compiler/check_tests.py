@@ -27,6 +27,7 @@ from agentflow.compiler.check_errors import agent_error_codes
 from agentflow.compiler.check_expressions import literal_const
 from agentflow.compiler.check_types import object_tags
 from agentflow.compiler.checker_shared import CheckerShared, Var
+from agentflow.compiler.lower_match import decides
 from agentflow.compiler.lower_parallel import effectful
 from agentflow.compiler.symbols import Symbol
 from agentflow.compiler.types import (
@@ -910,7 +911,7 @@ _STEP_EXPRS = (
 def is_step(value: ast.Expr) -> bool:
     """Whether ``let N = value`` compiles to one step of its own, which ``stub step N`` can
     replace (a ``parallel`` block is one when every branch runs: see :func:`effectful`)."""
-    return isinstance(value, _STEP_EXPRS)
+    return isinstance(value, _STEP_EXPRS) or decides(value)
 
 
 def _asks_hint(asks: list[str]) -> str:
@@ -925,7 +926,9 @@ def _asks_hint(asks: list[str]) -> str:
 
 def _nested_ask_hint(checker: CheckerShared, name: str) -> str | None:
     """The hint for ``stub ask NAME`` where ``let NAME = …`` holds an ``ask`` inside a larger
-    expression (``let ok = if c then true else ask "…"``): the ``let`` is not the ask's name."""
+    expression (``let ok = if c then true else ask "…"``): the ``let`` is not the ask's name.
+    An ``ask`` in a branch of ``let NAME = parallel { … }`` is stubbed as that branch
+    (``stub step NAME.B``); one an ``if`` or ``match`` may not reach cannot move out of it."""
     for step in named_steps(checker.stage_order, checker.types):
         if step.name != name:
             continue
@@ -938,14 +941,49 @@ def _nested_ask_hint(checker: CheckerShared, name: str) -> str | None:
             if asks == 1
             else f"all {asks} asks of the stage, in the order they are asked: `returns A then B …`"
         )
+        by_stage = (
+            f"`stub ask {step.stage} returns …` answers the asks of stage `{step.stage}` ({which})"
+        )
+        if isinstance(step.value, ast.ParallelExpr):
+            branch = next(
+                b.key
+                for b in step.value.branches
+                if any(isinstance(n, ast.AskExpr) for n in ast.walk(b.value))
+            )
+            return (
+                f"the `ask` is branch `{branch}` of the `parallel` block `{name}`: write `stub "
+                f"step {name}.{branch} returns …` (the branch's value); {by_stage}"
+            )
+        conditional = next(
+            (
+                n
+                for n in ast.walk(step.value)
+                if isinstance(n, ast.CondExpr | ast.MatchExpr)
+                and any(isinstance(a, ast.AskExpr) for arm in _arms(n) for a in ast.walk(arm))
+            ),
+            None,
+        )
+        word = "if" if isinstance(conditional, ast.CondExpr) else "match"
+        moved = (
+            f"Moving the ask to a `let` of its own before the `{word}` would change the flow: "
+            f"the person would be asked even when the `{word}` does not reach the ask"
+            if conditional is not None
+            else 'Or bind the ask to a `let` of its own (`let answer = ask "…"`) and stub that'
+        )
         return (
             f"write `stub ask {step.stage} returns …`: it answers the asks of stage "
             f"`{step.stage}` ({which}); `{name}` is the `let` the `ask` sits in, not the ask's "
             f"own name (`stub ask` names a `let` whose whole value is the ask, or a stage). "
-            f"Moving the ask to a `let` of its own before the `if` would change the flow: the "
-            f"person would be asked even when the `if` does not reach the ask"
+            f"{moved}"
         )
     return None
+
+
+def _arms(e: ast.CondExpr | ast.MatchExpr) -> list[ast.Expr]:
+    """The values an ``if`` or ``match`` may not reach: its arms."""
+    if isinstance(e, ast.CondExpr):
+        return [e.then, e.else_]
+    return [arm.value for arm in e.arms]
 
 
 def _parallel_targets(
@@ -954,69 +992,107 @@ def _parallel_targets(
     """``stub step r`` / ``stub step r.a`` where ``let r`` may be a ``parallel`` block
     (docs/reference/testing.md "Stubbing a parallel block"): what each stands in for — the
     block, when every branch runs as a step (its value is the step's), or the branch ``a``, when
-    it runs as one (its value is the branch's); None once the mistake is reported."""
+    it runs as one (its value is the branch's); None once the mistake is reported. ``let r``
+    may bind a block in several stages: ``r.a`` stands for the branch ``a`` of each block that
+    has one (as ``stub step v`` stands for the ``let v`` of each stage)."""
+    if stub.branch is not None:
+        return _branch_targets(checker, stub, stub.branch, targets)
     name, out = stub.target.name, []
+    several = sum(isinstance(t.value, ast.ParallelExpr) for t in targets) > 1
     for t in targets:
         block = t.value
         if not isinstance(block, ast.ParallelExpr):
-            if stub.branch is None:
-                out.append(t)
-                continue
-            _unknown_target(
-                checker,
-                f"`{name}` is not a `parallel` block: `stub step {stub.written}` names a branch of "
-                f"`let {name} = parallel {{ … }}`",
-                stub.branch.span,
-                notes=[Note(f"`{name}` is bound here", t.span)],
-                hint=f"stub the step itself: `stub step {name} returns …`",
-                names_nothing=False,
-            )
-            return None
+            out.append(t)
+            continue
         runs = [b.key for b in block.branches if effectful(b.value)]
-        if stub.branch is None:
-            if len(runs) == len(block.branches):
-                out.append(t)
-                continue
-            pure = ", ".join(f"`{b.key}`" for b in block.branches if b.key not in runs)
+        if len(runs) == len(block.branches):
+            out.append(t)
+            continue
+        pure = ", ".join(f"`{b.key}`" for b in block.branches if b.key not in runs)
+        where = f" in stage `{t.stage}`" if several else ""
+        _unknown_target(
+            checker,
+            f"`{name}` is not a step of its own: its `parallel` block{where} computes {pure} "
+            "from other values",
+            stub.target.span,
+            notes=[Note(f"`{name}` is computed here", block.span)],
+            hint=(
+                f"stub the branches that run, one by one: `stub step {name}.{runs[0]} returns …`"
+                if runs
+                else "stub what it is computed from (a tool, agent or ask)"
+            ),
+            names_nothing=False,
+        )
+        return None
+    return out
+
+
+def _branch_targets(
+    checker: CheckerShared, stub: ast.TestStub, branch: ast.Ident, targets: list[NamedStep]
+) -> list[NamedStep] | None:
+    """``stub step r.a``: the branch ``a`` of every ``let r = parallel { … }`` that has one,
+    in whichever stage (a ``let r`` that is no block is left out when one is); None once the
+    mistake is reported — no block, no block with that branch (each block's branches named,
+    with its stage when there are several), or a branch that is computed inline."""
+    name, key = stub.target.name, branch.name
+    blocks = [t for t in targets if isinstance(t.value, ast.ParallelExpr)]
+    if not blocks:
+        _unknown_target(
+            checker,
+            f"`{name}` is not a `parallel` block: `stub step {stub.written}` names a branch of "
+            f"`let {name} = parallel {{ … }}`",
+            branch.span,
+            notes=[Note(f"`{name}` is bound here", targets[0].span)],
+            hint=f"stub the step itself: `stub step {name} returns …`",
+            names_nothing=False,
+        )
+        return None
+    several = len(blocks) > 1
+    found = [
+        (t, b)
+        for t in blocks
+        if isinstance(t.value, ast.ParallelExpr)
+        for b in t.value.branches
+        if b.key == key
+    ]
+    if not found:
+        keys = [
+            (t.stage, [b.key for b in t.value.branches])
+            for t in blocks
+            if isinstance(t.value, ast.ParallelExpr)
+        ]
+        every = sorted({k for _, ks in keys for k in ks})
+        listed = (
+            "; ".join(f"stage `{stage}`: {', '.join(ks)}" for stage, ks in keys)
+            if several
+            else ", ".join(keys[0][1])
+        )
+        _unknown_target(
+            checker,
+            f"no `parallel` block of `{name}` has a branch `{key}`"
+            if several
+            else f"the `parallel` block of `{name}` has no branch `{key}`",
+            branch.span,
+            hint=did_you_mean(key, every) or f"{'their' if several else 'its'} branches: {listed}",
+            names_nothing=False,
+        )
+        return None
+    out = []
+    for t, b in found:
+        if not effectful(b.value):
+            where = f" (stage `{t.stage}`)" if several else ""
             _unknown_target(
                 checker,
-                f"`{name}` is not a step of its own: its `parallel` block computes {pure} from "
-                "other values",
-                stub.target.span,
-                notes=[Note(f"`{name}` is computed here", block.span)],
-                hint=(
-                    f"stub the branches that run, one by one: `stub step {name}.{runs[0]} returns …`"
-                    if runs
-                    else "stub what it is computed from (a tool, agent or ask)"
-                ),
-                names_nothing=False,
-            )
-            return None
-        key = stub.branch.name
-        branch = next((b for b in block.branches if b.key == key), None)
-        if branch is None:
-            keys = [b.key for b in block.branches]
-            _unknown_target(
-                checker,
-                f"the `parallel` block of `{name}` has no branch `{key}`",
-                stub.branch.span,
-                hint=did_you_mean(key, keys) or f"its branches: {', '.join(keys)}",
-                names_nothing=False,
-            )
-            return None
-        if key not in runs:
-            _unknown_target(
-                checker,
-                f"branch `{key}` of `{name}` is not a step of its own: its value is computed "
-                "from other values",
-                stub.branch.span,
-                notes=[Note(f"`{key}` is computed here", branch.value.span)],
+                f"branch `{key}` of `{name}`{where} is not a step of its own: its value is "
+                "computed from other values",
+                branch.span,
+                notes=[Note(f"`{key}` is computed here", b.value.span)],
                 hint="stub what it is computed from (a tool, agent or ask)",
                 names_nothing=False,
             )
             return None
-        value_type = checker.types.get(id(branch.value), ERROR)
-        out.append(NamedStep(name, t.stage, branch.value, value_type, branch.value.span))
+        value_type = checker.types.get(id(b.value), ERROR)
+        out.append(NamedStep(name, t.stage, b.value, value_type, b.value.span))
     return out
 
 
@@ -1054,8 +1130,11 @@ def _check_named_stub(checker: CheckerShared, stub: ast.TestStub, case: str | No
             if found is None:
                 return
             targets = found
-        steps = (*_STEP_EXPRS, ast.ParallelExpr)
-        inline = [t for t in targets if not stub.branch and not isinstance(t.value, steps)]
+        inline = [
+            t
+            for t in targets
+            if not stub.branch and not (is_step(t.value) or isinstance(t.value, ast.ParallelExpr))
+        ]
         if inline:
             _unknown_target(
                 checker,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -854,30 +855,36 @@ def _int_hint(expr: ast.Expr, got: Type, want: Type, env: TypeEnv) -> str | None
     return f"make it an `int` with {ways}"
 
 
-def written_type(t: ast.TypeExpr) -> str:
+def written_type(t: ast.TypeExpr, refs: Mapping[int, str] | None = None) -> str:
     """A written type as the `.flow` writes it (parentheses only where the grammar needs
-    them), for messages and hints: ``"a" | "b"``, ``(A | B)[]``, ``map<int>``."""
+    them), for messages and hints: ``"a" | "b"``, ``(A | B)[]``, ``map<int>``. ``refs``
+    (``Imports.refs``) names a type of an imported declaration as the importing file knows it
+    (``Level`` for the ``Severity`` of ``import { rank, Severity as Level }``)."""
     if isinstance(t, ast.NamedType):
-        return t.name
+        return refs.get(id(t), t.name) if refs else t.name
     if isinstance(t, ast.LiteralType):
         return "null" if t.value is None else _literal_text(t.value)
     if isinstance(t, ast.ArrayType):
-        return _postfix_operand(t.element) + "[]"
+        return _postfix_operand(t.element, refs) + "[]"
     if isinstance(t, ast.OptionalType):
-        return _postfix_operand(t.inner) + "?"
+        return _postfix_operand(t.inner, refs) + "?"
     if isinstance(t, ast.UnionType):
-        return " | ".join(written_type(m) for m in t.members)
+        return " | ".join(written_type(m, refs) for m in t.members)
     if isinstance(t, ast.MapType):
-        return f"map<{written_type(t.value)}>"
+        return f"map<{written_type(t.value, refs)}>"
     if isinstance(t, ast.GenericType):
-        return f"{t.name}<{written_type(t.arg)}>"
+        return f"{t.name}<{written_type(t.arg, refs)}>"
     if isinstance(t, ast.ObjectType):
-        return "{ " + ", ".join(f"{f.name.name}: {written_type(f.type)}" for f in t.fields) + " }"
+        return (
+            "{ "
+            + ", ".join(f"{f.name.name}: {written_type(f.type, refs)}" for f in t.fields)
+            + " }"
+        )
     return "…"
 
 
-def _postfix_operand(t: ast.TypeExpr) -> str:
-    text = written_type(t)
+def _postfix_operand(t: ast.TypeExpr, refs: Mapping[int, str] | None = None) -> str:
+    text = written_type(t, refs)
     return f"({text})" if isinstance(t, ast.UnionType) else text
 
 

@@ -19,6 +19,7 @@ the other ``check_*`` mixins:
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,13 +56,20 @@ class FnSig:
     returns: Type
     decl: ast.FnDecl
     calls: list[str] = field(default_factory=list)
+    #: the checked file's names for the types of an imported signature it knows by another
+    #: name (``Imports.refs``: a renamed import)
+    refs: Mapping[int, str] = field(default_factory=dict)
 
     @property
     def signature(self) -> str:
-        """``rank(s: Severity) -> int``, as written (types by the names the file uses), as
-        hovers and notes show it."""
-        shown = ", ".join(f"{p.name.name}: {written_type(p.type)}" for p in self.decl.params)
-        return f"{self.name}({shown}) -> {written_type(self.decl.returns)}"
+        """``rank(s: Severity) -> int``, as written (types by the names the checked file
+        uses: a renamed import's), as hovers and notes show it."""
+        shown = ", ".join(f"{p.name.name}: {self.written(p.type)}" for p in self.decl.params)
+        return f"{self.name}({shown}) -> {self.written(self.decl.returns)}"
+
+    def written(self, t: ast.TypeExpr) -> str:
+        """A type of the signature as the checked file names it."""
+        return written_type(t, self.refs)
 
 
 #: What a function body may not hold, by node class → how messages name it: every construct
@@ -144,7 +152,7 @@ class UserFunctionChecks(CheckerShared):
                     hint="give it a parameter, or write the value where it is used",
                 )
                 self.no_param_fns.add(name)
-            sig = FnSig(name, params, self.resolve_type(fn.returns), fn)
+            sig = FnSig(name, params, self.resolve_type(fn.returns), fn, refs=self.import_refs)
             if self._clashes(fn):
                 continue
             self.user_fns[name] = sig
@@ -169,6 +177,26 @@ class UserFunctionChecks(CheckerShared):
                 fn.name.span,
                 notes=[Note(f"`{FUNCTIONS[name].signature}`")],
                 hint=f"name it otherwise (`my_{name}`), or call the library's `{name}`",
+            )
+            return True
+        if "__" in name and name not in self.tool_decls:
+            # `server__tool` is how a call names a catalog tool: `f(x)` would call the function
+            # and `f(x: 1)` the tool (docs/decisions.md "A function's name is never a tool's")
+            server, _, tool = name.partition("__")
+            self.report(
+                D.DUPLICATE_DEFINITION,
+                f"`{name}` has the shape of a tool's name (`server__tool`): a user function "
+                "cannot take it",
+                fn.name.span,
+                notes=[
+                    Note(
+                        f"with named arguments `{name}(…)` calls the tool `{tool}` of the "
+                        f"server `{server}`"
+                    )
+                ]
+                if server and tool
+                else [],
+                hint=f"name it without `__` (`{_one_underscore(name)}`)",
             )
             return True
         if name in self.tool_decls:
@@ -312,10 +340,10 @@ class UserFunctionChecks(CheckerShared):
             self._typed(
                 fn.body,
                 sig.returns,
-                written_type(fn.returns),
+                sig.written(fn.returns),
                 f"the body of `{sig.name}`",
                 [Note(f"`{sig.signature}`", fn.name.span)],
-                f"make the body a `{written_type(fn.returns)}`, or declare the result it has "
+                f"make the body a `{sig.written(fn.returns)}`, or declare the result it has "
                 "(`-> {found}`)",
             )
         finally:
@@ -414,10 +442,10 @@ class UserFunctionChecks(CheckerShared):
             self._typed(
                 arg,
                 t,
-                written_type(p.type),
+                sig.written(p.type),
                 f"argument `{pname}` of `{e.name}`",
                 [Note(f"`{sig.signature}`", sig.decl.name.span)],
-                f"pass a `{written_type(p.type)}` as `{pname}`",
+                f"pass a `{sig.written(p.type)}` as `{pname}`",
             )
         for arg in e.args[len(sig.params) :]:
             self.infer(arg)
@@ -523,3 +551,10 @@ class UserFunctionChecks(CheckerShared):
 
 def _count(n: int) -> str:
     return f"{n} argument" + ("" if n == 1 else "s")
+
+
+def _one_underscore(name: str) -> str:
+    """``user__size`` → ``user_size``: a function name with no ``__`` in it."""
+    while "__" in name:
+        name = name.replace("__", "_")
+    return name

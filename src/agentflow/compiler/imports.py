@@ -95,8 +95,9 @@ class Imports:
     #: for every file read (transitively): a call in a body is read in its own file's scope
     fn_scopes: dict[str, dict[str, ast.FnDecl]] = field(default_factory=dict)
     #: ``id(NamedType)`` → this module's name for the type, for each type written in an
-    #: imported declaration under another name than this module knows it by (a renamed
-    #: import: ``import { Severity as Level }`` makes ``Ticket``'s ``Severity`` a ``Level``)
+    #: imported declaration (a type's body, a function's signature) under another name than
+    #: this module knows it by (a renamed import: ``import { Severity as Level }`` makes
+    #: ``Ticket``'s ``Severity`` a ``Level``, and ``rank(s: Severity)`` takes a ``Level``)
     refs: dict[int, str] = field(default_factory=dict)
 
 
@@ -652,11 +653,18 @@ def _local_names(out: Imports) -> None:
     seen: set[int] = set()
     for imp in out.declared:
         item = imp.item
-        if id(item) in seen or not isinstance(item, ast.TypeDecl):
+        if id(item) in seen or isinstance(item, ast.ExternType):
             continue
         seen.add(id(item))
         scope = out.scopes.get(item.span.file, {})
-        for node in ast.walk(item.body if item.body is not None else item.alias):
+        # a function's signature names types too (its body is walked for the types an
+        # expression may write): each read in the function's own file
+        written: list[ast.Node | None] = (
+            [*(p.type for p in item.params), item.returns, item.body]
+            if isinstance(item, ast.FnDecl)
+            else [item.body if item.body is not None else item.alias]
+        )
+        for node in (n for w in written if w is not None for n in ast.walk(w)):
             if isinstance(node, ast.NamedType):
                 dep = scope.get(node.name)
                 if dep is not None:

@@ -31,6 +31,22 @@ def _effectful(e: ast.Expr) -> bool:
     return any(isinstance(n, _ARM_EFFECTS) for n in ast.walk(e))
 
 
+def decides(e: ast.Expr) -> bool:
+    """Whether ``e`` lowers to a ``decide`` step whose result is its value: an ``if … then …
+    else`` or a ``match`` (of more than one arm, the first not ``_``) with an effectful arm.
+    ``let v = e`` is then a step of its own, which ``stub step v`` replaces
+    (docs/reference/testing.md)."""
+    if isinstance(e, ast.CondExpr):
+        return _effectful(e.then) or _effectful(e.else_)
+    if isinstance(e, ast.MatchExpr):
+        return (
+            len(e.arms) > 1
+            and e.arms[0].wildcard_span is None
+            and any(_effectful(arm.value) for arm in e.arms)
+        )
+    return False
+
+
 class MatchLowering(LoweringShared):
     """The ``visit_MatchExpr`` rule of the lowering."""
 
