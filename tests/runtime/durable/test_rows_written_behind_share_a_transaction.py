@@ -116,13 +116,16 @@ steps:
 """
 
 
-def test_a_runs_end_claim_commits_with_its_last_records(project):
+def test_a_runs_end_claim_commits_with_its_last_records(project, monkeypatch):
     # the root's end claim (answers.end_claim_in) joins the batch of the records written
     # behind: the run's last records and its end are one transaction, not two
     from sqlalchemy import event
 
     from agentflow.runtime.durable.dbos_system import system_database
 
+    # a hold longer than the run: the rows wait for the end (a loaded machine would otherwise
+    # let the 20 ms hold pass and write them before the claim comes)
+    monkeypatch.setattr(items, "BEHIND_S", 60.0)
     path, config = project
     (path / "notes.yaml").write_text(NOTES)
     engine = system_database().engine
