@@ -101,3 +101,29 @@ def test_only_the_outermost_run_ending_makes_a_signal_a_cut():
         assert interrupt.cut_short() == "SIGINT"
     finally:
         interrupt._STOP.reset(token)
+
+
+def test_a_signal_stops_the_next_run_of_the_same_stop_request_and_one_still_running():
+    # an eval's cases are runs of one stop request: once one has ended, a signal still stops
+    # the next one (one after another) or one still under way (several at once)
+    import contextvars
+
+    stop = interrupt.StopRequest()
+    token = interrupt.use_stop_request(stop)
+    try:
+        beside = contextvars.copy_context()  # a case's task: the eval's context, no run in it
+        first = interrupt.outermost_run()
+        interrupt.run_ended(first)
+        assert stop.ended_at is not None
+        second = interrupt.outermost_run()  # the next case starts
+        assert stop.ended_at is None and not stop.cut
+        other = beside.run(interrupt.outermost_run)  # a case beside it
+        assert other is not None
+        interrupt.run_ended(second)
+        assert stop.ended_at is None  # the case beside it still runs: a signal stops it
+        stop.request(signal.SIGTERM)
+        assert not stop.cut and stop.signal == "SIGTERM"
+        beside.run(interrupt.run_ended, other)
+        assert stop.ended_at is not None
+    finally:
+        interrupt._STOP.reset(token)

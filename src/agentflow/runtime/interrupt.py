@@ -242,6 +242,9 @@ class StopRequest:
         self.ended_at: int | None = None
         #: whether that first signal came (and was taken as the cut, not as a stop)
         self.cut = False
+        #: the outermost runs of this stop request under way (an eval's cases, one after
+        #: another or several at once): the cut applies only once none is
+        self.runs = 0
 
     def note(self, signum: int, frame: Any) -> None:
         """Python-level signal handler (main thread, between bytecodes): count the signal; the
@@ -341,6 +344,10 @@ def outermost_run() -> contextvars.Token[bool] | None:
     context, None for a run inside a run (one tool call of an agent, a planner's plan)."""
     if _IN_RUN.get():
         return None
+    stop = _STOP.get()
+    if stop is not None:  # a run under way again (an eval's next case): signals stop it
+        stop.runs += 1
+        stop.ended_at, stop.cut = None, False
     return _IN_RUN.set(True)
 
 
@@ -356,8 +363,10 @@ def run_ended(token: contextvars.Token[bool] | None) -> None:
     with contextlib.suppress(ValueError):  # (set in another context: nothing to undo here)
         _IN_RUN.reset(token)
     stop = _STOP.get()
-    if stop is not None and stop.ended_at is None:
-        stop.ended_at = stop.received
+    if stop is not None:
+        stop.runs = max(0, stop.runs - 1)
+        if stop.runs == 0 and stop.ended_at is None:  # no other run of it still under way
+            stop.ended_at = stop.received
 
 
 def cut_short() -> str | None:
