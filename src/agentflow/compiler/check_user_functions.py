@@ -315,7 +315,7 @@ class UserFunctionChecks(CheckerShared):
                 written_type(fn.returns),
                 f"the body of `{sig.name}`",
                 [Note(f"`{sig.signature}`", fn.name.span)],
-                f"make the body a `{written_type(fn.returns)}`, or declare the result it has "
+                f"make the body's type `{written_type(fn.returns)}`, or declare the result it has "
                 "(`-> {found}`)",
             )
         finally:
