@@ -50,7 +50,7 @@ def test_a_body_of_the_wrong_type_says_so_with_a_hint():
         "fn g(x: int) -> bool = x + 1\nstage s -> int { return 1 }\n", "f.flow"
     ).diagnostics
     assert d.message == "the body of `g`: expected `bool`, found `int`"
-    assert d.hint == "make the body a `bool`, or declare the result it has (`-> int`)"
+    assert d.hint == "make the body's type `bool`, or declare the result it has (`-> int`)"
 
 
 def test_duplicates_unknown_parameter_types_and_type_parameters_have_hints():

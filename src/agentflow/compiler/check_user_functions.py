@@ -343,7 +343,7 @@ class UserFunctionChecks(CheckerShared):
                 sig.written(fn.returns),
                 f"the body of `{sig.name}`",
                 [Note(f"`{sig.signature}`", fn.name.span)],
-                f"make the body a `{sig.written(fn.returns)}`, or declare the result it has "
+                f"make the body's type `{sig.written(fn.returns)}`, or declare the result it has "
                 "(`-> {found}`)",
             )
         finally:
