@@ -35,7 +35,7 @@ from agentflow.core.vocabulary import (
     Code,
     duration_ms,
 )
-from agentflow.errors import ExitError, RunAborted, RunError
+from agentflow.errors import Cancelled, ExitError, RunAborted, RunError, Stopped
 from agentflow.ir.models import Step
 from agentflow.ir.outcomes import tolerance
 from agentflow.ir.schemas import whole_numbers
@@ -793,7 +793,9 @@ async def run_pool(n: int, concurrency: int, fn: Callable[[int], Awaitable[Any]]
 
 
 async def run_all(coros: list[Awaitable[Any]]) -> list[Any]:
-    """Run coroutines concurrently; the first failure cancels the others and is raised."""
+    """Run coroutines concurrently; the first failure cancels the others (with
+    :data:`SIBLING_FAILED`, or the run's cancel or stop message when that is what ended the
+    first) and is raised."""
     ends: list[float] = []  # each task's virtual time when it ended (flowc test's sleeps)
 
     start = virtual_elapsed()
@@ -816,8 +818,11 @@ async def run_all(coros: list[Awaitable[Any]]) -> list[Any]:
                 if t in done and not t.cancelled():
                     error = t.exception()
                     if error is not None:
+                        # a run cancelled or stopped is no sibling's failure: the others stop
+                        # for the same reason, and say it
+                        why = error.message if isinstance(error, Cancelled | Stopped) else None
                         for p in pending:
-                            p.cancel(SIBLING_FAILED)
+                            p.cancel(why or SIBLING_FAILED)
                         if pending:
                             await asyncio.wait(pending)
                         raise error

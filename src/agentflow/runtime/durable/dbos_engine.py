@@ -67,6 +67,13 @@ from agentflow.runtime.durable.dbos_system import (
     sqlite_path,
     system_database,
 )
+from agentflow.runtime.durable.dbos_watch import (
+    CANCEL_POLL_S,
+    GATES,
+    UnitGate,
+    _CancelSeen,
+    watched,
+)
 from agentflow.runtime.durable.engine import (
     NO_MESSAGE,
     DurableEffects,
@@ -130,8 +137,6 @@ T = TypeVar("T")
 
 #: Seconds between two reads of a child's outcome while the parent waits for it.
 RESULT_POLL_S = 0.05
-#: Seconds between two looks at whether a unit waiting for a message was cancelled.
-CANCEL_POLL_S = 0.5
 #: Reads of a unit's status after DBOS refused its message, before the refusal is taken for
 #: something other than a cancel (:meth:`DbosEffects.receive`).
 _CANCEL_SEEN_POLLS = 10
@@ -218,18 +223,20 @@ class DbosEngine:
         await self.flush()
         ran = False
 
+        workflow_id = self.workflow_id()
+
         async def body() -> T:
             nonlocal ran
             ran = True
-            return await fn()
+            return await watched(workflow_id, fn)
 
         try:
             value = await dbos.DBOS.run_step_async({"name": name}, body)
         except dbos.error.DBOSUnexpectedStepError as e:
             raise _mismatch(e) from None
         except UnreadableRecord as e:  # replaying a row that is not agentflow's JSON
-            raise _unreadable(self.workflow_id(), name, e) from None
-        except dbos.error.DBOSWorkflowCancelledError:
+            raise _unreadable(workflow_id, name, e) from None
+        except (dbos.error.DBOSWorkflowCancelledError, _CancelSeen):
             raise Cancelled() from None
         if not ran:  # replayed: a record agentflow wrote, or the run cannot go on
             _replayable(self.workflow_id(), name, value)
@@ -244,10 +251,15 @@ class DbosEngine:
     ) -> tuple[T, bool]:
         """An idempotent operation recorded as a row of ``agentflow_items`` (items.py: group
         commit, read back by name) rather than as a DBOS step (two transactions)."""
+        workflow_id = self.workflow_id()
         try:
-            value, ran = await _items().step(self.workflow_id(), name, fn, ordered=ordered)
+            value, ran = await _items().step(
+                workflow_id, name, lambda: watched(workflow_id, fn), ordered=ordered
+            )
         except UnreadableRecord as e:  # replaying a row that is not agentflow's JSON
-            raise _unreadable(self.workflow_id(), name, e) from None
+            raise _unreadable(workflow_id, name, e) from None
+        except _CancelSeen:
+            raise Cancelled() from None
         if not ran:
             _replayable(self.workflow_id(), name, value)
         return value, ran
@@ -366,6 +378,9 @@ class DbosEngine:
     async def start_child(self, child_id: str, spec: dict[str, Any], queue: str | None) -> Any:
         """A child workflow ``child_id`` (``DBOS.start_workflow_async``, or enqueued on
         ``queue`` in the partition ``spec["queue_key"]``)."""
+        gate = GATES.get(child_id.split("/", 1)[0])
+        if gate is not None:  # a unit recovered with its root: its parent reached it
+            gate.reached.add(child_id)
         await self.flush()
         dbos = dbos_with_workflows()
         try:
@@ -522,6 +537,9 @@ def recover_run(run_id: str) -> list[str]:
     executors = {str(w.executor_id or "") for w in family}
     root_holder = next((str(w.executor_id or "") for w in family if w.workflow_id == run_id), "")
     recovered: list[str] = []
+    # the units recovered with the root wait for their parents (UnitGate): in place before
+    # any of them may start; what was not recovered never waits
+    gate = GATES[run_id] = UnitGate(set())
     for executor in sorted(executors):
         if executor.startswith("worker:") and executor != root_holder:
             continue
@@ -531,8 +549,12 @@ def recover_run(run_id: str) -> list[str]:
                 # DBOS's _recover_workflow, onto the run's queue (a unit that came from a fleet
                 # queue keeps it: DBOS re-enqueues on the queue a workflow had)
                 with bind_shard_keys({wfid: pending.shard_key}):
+                    gate.held.add(wfid)
                     dbos._sys_db.reenqueue_for_recovery(wfid, [executor], queue)
                 recovered.append(wfid)
+    if run_id not in recovered:  # no root here to reach them
+        gate.open = True
+        GATES.pop(run_id, None)
     return recovered
 
 
@@ -698,10 +720,15 @@ def _register(dbos: Any) -> tuple[Any, Any]:
     async def run_workflow(spec: dict[str, Any]) -> dict[str, Any]:
         wfid = dbos.DBOS.workflow_id
         await _note_recorded(wfid, spec)
-        rt = await runtime_for(wfid, spec)
-        rt.effects.forget(wfid)
-        with _stoppable(wfid):
-            return await _flushed(wfid, _kept(wfid, run_root(rt)), rt.effects)
+        try:
+            rt = await runtime_for(wfid, spec)
+            rt.effects.forget(wfid)
+            with _stoppable(wfid):
+                return await _flushed(wfid, _kept(wfid, run_root(rt)), rt.effects)
+        finally:
+            gate = GATES.pop(wfid, None)
+            if gate is not None:  # the root ended here: no unit still held waits for ever
+                gate.open = True
 
     @workflows.workflow(name=UNIT_WORKFLOW, max_recovery_attempts=50)
     async def unit_workflow(spec: dict[str, Any]) -> Any:
@@ -717,6 +744,9 @@ def _register(dbos: Any) -> tuple[Any, Any]:
                 del _UNIT_TASKS[wfid]
 
     async def _unit_body(wfid: str, spec: dict[str, Any]) -> Any:
+        gate = GATES.get(wfid.split("/", 1)[0])
+        if gate is not None:
+            await gate.wait(wfid)
         if spec.get("kind") == "model":  # one request, no events; its model's rate limit
             rt = await runtime_for(spec["run"])
             if rt.ctx.router is not None:  # the client (and its modules) made before the wait
