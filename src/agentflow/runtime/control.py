@@ -321,7 +321,10 @@ async def _map(call: ControlCall) -> Any:
     async def one(i: int) -> None:
         p = f"{call.path}/do.{i}"
         scope = _layer(call.scope, item=items[i], index=i)
-        spec = UnitSpec("body", frame, concurrent, conc, body=body, scope=scope)
+        spec = UnitSpec(
+            "body", frame, concurrent, conc, body=body, scope=scope,
+            finished=partial(item_done, i),
+        )  # fmt: skip
         try:
             value = await units.unit(p, partial(ex.run_step, body, scope, p, frame), spec)
         except RunError as e:
@@ -593,15 +596,21 @@ async def _parallel(call: ControlCall) -> Any:
     units = call.ex.effects
     concurrent = int(conc) > 1 and len(branches) > 1
 
-    async def one(name: str, raw: Any) -> Any:
-        body = as_body(raw, name, call.path)
-        p = f"{call.path}/{name}"
-        spec = UnitSpec("body", call.frame, concurrent, int(conc), body=body, scope=call.scope)
-        async with sem:
-            value = await units.unit(p, partial(call.run_body, body, p), spec)
+    def finished(name: str, value: Any) -> None:
         # the branches finished so far, by name (RunResult.partial if the run is stopped)
         fresh = {"kind": "parallel", "of": len(branches), "branches": {}}
         _partial_entry(call, fresh)["branches"][name] = value
+
+    async def one(name: str, raw: Any) -> Any:
+        body = as_body(raw, name, call.path)
+        p = f"{call.path}/{name}"
+        spec = UnitSpec(
+            "body", call.frame, concurrent, int(conc), body=body, scope=call.scope,
+            finished=partial(finished, name),
+        )  # fmt: skip
+        async with sem:
+            value = await units.unit(p, partial(call.run_body, body, p), spec)
+        finished(name, value)
         return value
 
     names = list(branches)

@@ -156,6 +156,9 @@ _PROCESS_SINKS: list[Sink] = []
 #: unit id → the task its workflow body runs in, in this process, while it runs: what
 #: :meth:`DbosEngine.cancel_child` cancels (DBOS hands the parent only a shield of it)
 _UNIT_TASKS: dict[str, asyncio.Task[Any]] = {}
+#: unit id → the value its body returned in this process, while its workflow records it
+#: (:meth:`DbosEngine.finished_child`)
+_RETURNED: dict[str, Any] = {}
 
 
 def _retrieved(task: asyncio.Future[Any]) -> None:
@@ -441,6 +444,16 @@ class DbosEngine:
             and task.get_loop() is asyncio.get_running_loop()  # (a recovered child: DBOS's loop)
         ):
             await cancel_within(task, message=message)
+
+    def finished_child(self, handle: Any) -> tuple[Any] | None:
+        """``(value,)`` when the child unit of ``handle`` ran in this process and its body
+        returned ``value`` (its workflow may still be recording it), else None: what a parent
+        stopped meanwhile keeps among what it finished (engine.py ``DurableEffects._child``)."""
+        task = getattr(handle, "task", None)
+        if task is not None and task.done() and not task.cancelled() and not task.exception():
+            return (task.result(),)
+        child_id = handle.get_workflow_id()
+        return (_RETURNED[child_id],) if child_id in _RETURNED else None
 
     def replaying(self) -> bool:
         """True while the running workflow's step counter is behind what it has recorded."""
@@ -740,6 +753,7 @@ def _register(dbos: Any) -> tuple[Any, Any]:
         try:
             return await _unit_body(wfid, spec)
         finally:
+            _RETURNED.pop(wfid, None)
             if _UNIT_TASKS.get(wfid) is task:
                 del _UNIT_TASKS[wfid]
 
@@ -881,6 +895,8 @@ async def _flushed(workflow_id: str, body: Awaitable[T], effects: DurableEffects
         with contextlib.suppress(Exception):
             await effects.settle()
         raise
+    if workflow_id in _UNIT_TASKS:  # a unit's value, for a parent stopped while it is recorded
+        _RETURNED[workflow_id] = value
     await _items().flush(workflow_id)
     await effects.settle()
     return value
