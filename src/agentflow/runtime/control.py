@@ -276,7 +276,7 @@ async def _map(call: ControlCall) -> Any:
         # a computed `limit` is checked here as the compiler checks a constant one
         raise RunError(
             Code.VALIDATION,
-            f"`concurrency` (a `parallel map`'s `limit`) must be an integer from 1 to "
+            f"{_limit_field(call, 'parallel map')} must be an integer from 1 to "
             f"{MAX_CONCURRENCY}, got " + json.dumps(to_json_value(conc), ensure_ascii=False),
             call.path,
             call.source,
@@ -515,6 +515,20 @@ async def _reduce(call: ControlCall) -> Any:
 _WHOLE_TEMPLATE = re.compile(r"\{\{\s*([^{}]+?)\s*\}\}")
 
 
+def _limit_field(call: ControlCall, construct: str) -> str:
+    """A computed ``concurrency`` that is out of range, named for its message: in the
+    `.flow`'s terms when it was compiled from one — the `limit` as written, quoted first so the
+    caret points at it (runtime/where.py ``written_place``), as the `loop` bound is — else the
+    plan's field."""
+    raw = call.step.input.get("concurrency") if isinstance(call.step.input, dict) else None
+    written = _WHOLE_TEMPLATE.fullmatch(raw.strip()) if isinstance(raw, str) else None
+    if call.source and written is not None:
+        return f"the limit `{written.group(1)}` of the `{construct}`"
+    if call.source:
+        return f"the `{construct}` limit"
+    return f"`concurrency` (a `{construct}`'s `limit`)"
+
+
 async def _loop(call: ControlCall) -> Any:
     """Rounds ``1 … up_to`` of ``do``, one at a time, each a unit at ``<path>/round.<r>`` with
     ``round`` (1-based) and ``accumulator`` (the state: ``initial``, then each round's value) in
@@ -586,7 +600,7 @@ async def _parallel(call: ControlCall) -> Any:
         if "concurrency" in call.input:  # a computed `limit`, checked as the compiler checks one
             raise RunError(
                 Code.VALIDATION,
-                f"`concurrency` (a `parallel` block's `limit`) must be an integer from 1 to "
+                f"{_limit_field(call, 'parallel')} must be an integer from 1 to "
                 f"{MAX_CONCURRENCY}, got " + json.dumps(to_json_value(conc), ensure_ascii=False),
                 call.path,
                 call.source,
