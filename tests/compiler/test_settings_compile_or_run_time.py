@@ -87,7 +87,7 @@ def test_a_computed_limit_is_a_template_the_run_checks():
         assert run.error["code"] == "validation"
         assert run.error["source"] == "s.flow:6:12"
         assert run.error["message"] == (
-            f"`concurrency` (a `parallel map`'s `limit`) must be an integer from 1 to 1000, got {n}"
+            f"the limit `input.n` of the `parallel map` must be an integer from 1 to 1000, got {n}"
         )
 
 

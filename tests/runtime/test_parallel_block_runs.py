@@ -145,7 +145,8 @@ def test_a_computed_limit_out_of_bounds_fails_the_block_as_a_maps_does(tmp_path)
     result = _run(tmp_path, OVERLAP.replace("parallel {", "parallel limit input.n {"), n=0)
     assert result.status == "error"
     assert result.error.code == "validation"
-    assert "a `parallel` block's `limit`" in result.error.message
+    # in the user's terms: the limit as written (the caret under it), as the `loop` bound
+    assert "the limit `input.n` of the `parallel` must be" in result.error.message
     assert "got 0" in result.error.message
 
 

@@ -845,14 +845,16 @@ class Gen:
             self.tolerate.append(n)
             errors = ty == "int" and self.flip()
 
-        def run_map(env, fover=over.fn, fbody=fbody, var=var, limit_fn=limit_fn):
+        written = lsrc if limit_fn is not None else ""
+
+        def run_map(env, fover=over.fn, fbody=fbody, var=var, limit_fn=limit_fn, lsrc=written):
             items = fover(env)
             if limit_fn is not None:
                 n = limit_fn(env)
                 if not 1 <= n <= 1000:
                     raise Fail(
                         "validation",
-                        "`concurrency` (a `parallel map`'s `limit`) must be an integer from 1 "
+                        f"the limit `{lsrc}` of the `parallel map` must be an integer from 1 "
                         f"to 1000, got {n}",
                     )
             return [fbody({**env, var: x, "index": i}) for i, x in enumerate(items)]

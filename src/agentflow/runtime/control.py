@@ -36,7 +36,7 @@ from agentflow.core.vocabulary import (
     Code,
     duration_ms,
 )
-from agentflow.errors import ExitError, RunAborted, RunError
+from agentflow.errors import Cancelled, ExitError, RunAborted, RunError, Stopped
 from agentflow.ir.models import Step
 from agentflow.ir.outcomes import tolerance
 from agentflow.ir.schemas import whole_numbers
@@ -278,7 +278,7 @@ async def _map(call: ControlCall) -> Any:
         # a computed `limit` is checked here as the compiler checks a constant one
         raise RunError(
             Code.VALIDATION,
-            f"`concurrency` (a `parallel map`'s `limit`) must be an integer from 1 to "
+            f"{_limit_field(call, 'parallel map')} must be an integer from 1 to "
             f"{MAX_CONCURRENCY}, got " + json.dumps(to_json_value(conc), ensure_ascii=False),
             call.path,
             call.source,
@@ -323,7 +323,10 @@ async def _map(call: ControlCall) -> Any:
     async def one(i: int) -> None:
         p = f"{call.path}/do.{i}"
         scope = _layer(call.scope, item=items[i], index=i)
-        spec = UnitSpec("body", frame, concurrent, conc, body=body, scope=scope)
+        spec = UnitSpec(
+            "body", frame, concurrent, conc, body=body, scope=scope,
+            finished=partial(item_done, i),
+        )  # fmt: skip
         try:
             value = await units.unit(p, partial(ex.run_step, body, scope, p, frame), spec)
         except RunError as e:
@@ -514,6 +517,20 @@ async def _reduce(call: ControlCall) -> Any:
 _WHOLE_TEMPLATE = re.compile(r"\{\{\s*([^{}]+?)\s*\}\}")
 
 
+def _limit_field(call: ControlCall, construct: str) -> str:
+    """A computed ``concurrency`` that is out of range, named for its message: in the
+    `.flow`'s terms when it was compiled from one — the `limit` as written, quoted first so the
+    caret points at it (runtime/where.py ``written_place``), as the `loop` bound is — else the
+    plan's field."""
+    raw = call.step.input.get("concurrency") if isinstance(call.step.input, dict) else None
+    written = _WHOLE_TEMPLATE.fullmatch(raw.strip()) if isinstance(raw, str) else None
+    if call.source and written is not None:
+        return f"the limit `{written.group(1)}` of the `{construct}`"
+    if call.source:
+        return f"the `{construct}` limit"
+    return f"`concurrency` (a `{construct}`'s `limit`)"
+
+
 async def _loop(call: ControlCall) -> Any:
     """Rounds ``1 … up_to`` of ``do``, one at a time, each a unit at ``<path>/round.<r>`` with
     ``round`` (1-based) and ``accumulator`` (the state: ``initial``, then each round's value) in
@@ -585,7 +602,7 @@ async def _parallel(call: ControlCall) -> Any:
         if "concurrency" in call.input:  # a computed `limit`, checked as the compiler checks one
             raise RunError(
                 Code.VALIDATION,
-                f"`concurrency` (a `parallel` block's `limit`) must be an integer from 1 to "
+                f"{_limit_field(call, 'parallel')} must be an integer from 1 to "
                 f"{MAX_CONCURRENCY}, got " + json.dumps(to_json_value(conc), ensure_ascii=False),
                 call.path,
                 call.source,
@@ -595,15 +612,21 @@ async def _parallel(call: ControlCall) -> Any:
     units = call.ex.effects
     concurrent = int(conc) > 1 and len(branches) > 1
 
-    async def one(name: str, raw: Any) -> Any:
-        body = as_body(raw, name, call.path)
-        p = f"{call.path}/{name}"
-        spec = UnitSpec("body", call.frame, concurrent, int(conc), body=body, scope=call.scope)
-        async with sem:
-            value = await units.unit(p, partial(call.run_body, body, p), spec)
+    def finished(name: str, value: Any) -> None:
         # the branches finished so far, by name (RunResult.partial if the run is stopped)
         fresh = {"kind": "parallel", "of": len(branches), "branches": {}}
         _partial_entry(call, fresh)["branches"][name] = value
+
+    async def one(name: str, raw: Any) -> Any:
+        body = as_body(raw, name, call.path)
+        p = f"{call.path}/{name}"
+        spec = UnitSpec(
+            "body", call.frame, concurrent, int(conc), body=body, scope=call.scope,
+            finished=partial(finished, name),
+        )  # fmt: skip
+        async with sem:
+            value = await units.unit(p, partial(call.run_body, body, p), spec)
+        finished(name, value)
         return value
 
     names = list(branches)
@@ -798,7 +821,9 @@ async def run_pool(n: int, concurrency: int, fn: Callable[[int], Awaitable[Any]]
 
 
 async def run_all(coros: list[Awaitable[Any]]) -> list[Any]:
-    """Run coroutines concurrently; the first failure cancels the others and is raised."""
+    """Run coroutines concurrently; the first failure cancels the others (with
+    :data:`SIBLING_FAILED`, or the run's cancel or stop message when that is what ended the
+    first) and is raised."""
     ends: list[float] = []  # each task's virtual time when it ended (flowc test's sleeps)
 
     start = virtual_elapsed()
@@ -821,8 +846,11 @@ async def run_all(coros: list[Awaitable[Any]]) -> list[Any]:
                 if t in done and not t.cancelled():
                     error = t.exception()
                     if error is not None:
+                        # a run cancelled or stopped is no sibling's failure: the others stop
+                        # for the same reason, and say it
+                        why = error.message if isinstance(error, Cancelled | Stopped) else None
                         for p in pending:
-                            p.cancel(SIBLING_FAILED)
+                            p.cancel(why or SIBLING_FAILED)
                         if pending:
                             await asyncio.wait(pending)
                         raise error

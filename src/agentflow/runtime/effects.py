@@ -145,7 +145,10 @@ class UnitSpec:
     agent's call: ``write_scope`` and ``allowed`` as the agent has them).  ``frame``: the plan
     activation the unit runs in.  ``concurrent``: the unit may run alongside sibling units of
     the same step (map items at concurrency > 1, parallel branches, the calls of one agent
-    round); ``limit`` is then how many may run at once (None: no limit).
+    round); ``limit`` is then how many may run at once (None: no limit).  ``finished``: called
+    with the unit's value when the unit finished but its parent was stopped before it took the
+    value (a durable child unit whose result was on its way as the run was stopped): a map or a
+    `parallel` keeps it among what it finished (``RunResult.partial``), as a plain run does.
     """
 
     kind: Literal["body", "plan", "tool"]
@@ -158,6 +161,7 @@ class UnitSpec:
     args: Any = None
     write_scope: list[Any] | None = None
     allowed: set[str] | None = None
+    finished: Callable[[Any], None] | None = None
 
 
 async def call_tool_cleaned(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Any:

@@ -623,6 +623,7 @@ class ConsoleSink:
             why = data.get("code") or data.get("kind") or "an error"
             self._print(
                 f"↻ {self._name(path, data)} {what} retry {data.get('attempt')} after {why}"
+                + _waiting(data.get("delay_ms"))
             )
         elif kind == "run_finished":
             self._running.clear()
@@ -797,3 +798,16 @@ class EventBus:
                     close()
                 except Exception:  # noqa: BLE001 - closing a broken sink
                     pass
+
+
+def _waiting(delay_ms: Any) -> str:
+    """How long a retry waits, for its ``↻`` line, when a person would notice (1 s or more):
+    ``, in 120s`` — a provider's ``Retry-After`` is honoured up to ``[providers.X]
+    max_retry_after``, and a retry line followed by minutes of silence read as a hang."""
+    if isinstance(delay_ms, bool) or not isinstance(delay_ms, int | float) or delay_ms < 1000:
+        return ""
+    seconds = delay_ms / 1000
+    if seconds < 60:
+        return f", in {seconds:.0f}s"
+    minutes, rest = divmod(round(seconds), 60)
+    return f", in {minutes}m {rest:02d}s" if rest else f", in {minutes}m"

@@ -103,12 +103,15 @@ def test_a_run_cancelled_mid_map_closes_its_trace_and_keeps_its_answered_calls(t
     assert started == finished, sorted(started - finished)
     # nothing was sent after the run ended, and no reply came after it: the two requests
     # still held were closed by the process (their replies, let go once it ended, found the
-    # connection gone), and the model calls answered are the four the trace has
+    # connection gone). The fourth, let go as the cancel landed, is answered or cancelled in
+    # flight (the process watches the cancel while a call is out: CANCEL_POLL_S), whichever
+    # comes first: the model calls answered are the three or four the trace has
     ended = last["time"]
     assert len(arrived) == 6 and max(arrived) < ended, (arrived, ended)
-    assert len(replied) == 4 and all(t is not None and t < ended for t in replied), replied
+    sent = [t for t in replied if t is not None]
+    assert len(replied) == 4 and len(sent) >= 3 and all(t < ended for t in sent), replied
     answered = [e for e in events if e["kind"] == "model_call"]
-    assert len(answered) == 4, answered
+    assert len(answered) in (3, 4) and len(answered) <= len(sent), answered
     assert last["data"]["usage"]["inferences"] == len(answered)
     shown = flowc_in(tmp_path, "runs", "show", "cm", "--json")
     assert shown.exit_code == 0, shown.stderr

@@ -68,6 +68,13 @@ from agentflow.runtime.durable.dbos_system import (
     sqlite_path,
     system_database,
 )
+from agentflow.runtime.durable.dbos_watch import (
+    CANCEL_POLL_S,
+    GATES,
+    UnitGate,
+    _CancelSeen,
+    watched,
+)
 from agentflow.runtime.durable.engine import (
     NO_MESSAGE,
     DurableEffects,
@@ -131,8 +138,6 @@ T = TypeVar("T")
 
 #: Seconds between two reads of a child's outcome while the parent waits for it.
 RESULT_POLL_S = 0.05
-#: Seconds between two looks at whether a unit waiting for a message was cancelled.
-CANCEL_POLL_S = 0.5
 #: Reads of a unit's status after DBOS refused its message, before the refusal is taken for
 #: something other than a cancel (:meth:`DbosEffects.receive`).
 _CANCEL_SEEN_POLLS = 10
@@ -152,6 +157,9 @@ _PROCESS_SINKS: list[Sink] = []
 #: unit id → the task its workflow body runs in, in this process, while it runs: what
 #: :meth:`DbosEngine.cancel_child` cancels (DBOS hands the parent only a shield of it)
 _UNIT_TASKS: dict[str, asyncio.Task[Any]] = {}
+#: unit id → the value its body returned in this process, while its workflow records it
+#: (:meth:`DbosEngine.finished_child`)
+_RETURNED: dict[str, Any] = {}
 
 
 def _retrieved(task: asyncio.Future[Any]) -> None:
@@ -219,18 +227,20 @@ class DbosEngine:
         await self.flush()
         ran = False
 
+        workflow_id = self.workflow_id()
+
         async def body() -> T:
             nonlocal ran
             ran = True
-            return await fn()
+            return await watched(workflow_id, fn)
 
         try:
             value = await dbos.DBOS.run_step_async({"name": name}, body)
         except dbos.error.DBOSUnexpectedStepError as e:
             raise _mismatch(e) from None
         except UnreadableRecord as e:  # replaying a row that is not agentflow's JSON
-            raise _unreadable(self.workflow_id(), name, e) from None
-        except dbos.error.DBOSWorkflowCancelledError:
+            raise _unreadable(workflow_id, name, e) from None
+        except (dbos.error.DBOSWorkflowCancelledError, _CancelSeen):
             raise Cancelled() from None
         if not ran:  # replayed: a record agentflow wrote, or the run cannot go on
             _replayable(self.workflow_id(), name, value)
@@ -245,10 +255,15 @@ class DbosEngine:
     ) -> tuple[T, bool]:
         """An idempotent operation recorded as a row of ``agentflow_items`` (items.py: group
         commit, read back by name) rather than as a DBOS step (two transactions)."""
+        workflow_id = self.workflow_id()
         try:
-            value, ran = await _items().step(self.workflow_id(), name, fn, ordered=ordered)
+            value, ran = await _items().step(
+                workflow_id, name, lambda: watched(workflow_id, fn), ordered=ordered
+            )
         except UnreadableRecord as e:  # replaying a row that is not agentflow's JSON
-            raise _unreadable(self.workflow_id(), name, e) from None
+            raise _unreadable(workflow_id, name, e) from None
+        except _CancelSeen:
+            raise Cancelled() from None
         if not ran:
             _replayable(self.workflow_id(), name, value)
         return value, ran
@@ -367,6 +382,9 @@ class DbosEngine:
     async def start_child(self, child_id: str, spec: dict[str, Any], queue: str | None) -> Any:
         """A child workflow ``child_id`` (``DBOS.start_workflow_async``, or enqueued on
         ``queue`` in the partition ``spec["queue_key"]``)."""
+        gate = GATES.get(child_id.split("/", 1)[0])
+        if gate is not None:  # a unit recovered with its root: its parent reached it
+            gate.reached.add(child_id)
         await self.flush()
         dbos = dbos_with_workflows()
         try:
@@ -427,6 +445,16 @@ class DbosEngine:
             and task.get_loop() is asyncio.get_running_loop()  # (a recovered child: DBOS's loop)
         ):
             await cancel_within(task, message=message)
+
+    def finished_child(self, handle: Any) -> tuple[Any] | None:
+        """``(value,)`` when the child unit of ``handle`` ran in this process and its body
+        returned ``value`` (its workflow may still be recording it), else None: what a parent
+        stopped meanwhile keeps among what it finished (engine.py ``DurableEffects._child``)."""
+        task = getattr(handle, "task", None)
+        if task is not None and task.done() and not task.cancelled() and not task.exception():
+            return (task.result(),)
+        child_id = handle.get_workflow_id()
+        return (_RETURNED[child_id],) if child_id in _RETURNED else None
 
     def replaying(self) -> bool:
         """True while the running workflow's step counter is behind what it has recorded."""
@@ -523,6 +551,9 @@ def recover_run(run_id: str) -> list[str]:
     executors = {str(w.executor_id or "") for w in family}
     root_holder = next((str(w.executor_id or "") for w in family if w.workflow_id == run_id), "")
     recovered: list[str] = []
+    # the units recovered with the root wait for their parents (UnitGate): in place before
+    # any of them may start; what was not recovered never waits
+    gate = GATES[run_id] = UnitGate(set())
     for executor in sorted(executors):
         if executor.startswith("worker:") and executor != root_holder:
             continue
@@ -532,8 +563,12 @@ def recover_run(run_id: str) -> list[str]:
                 # DBOS's _recover_workflow, onto the run's queue (a unit that came from a fleet
                 # queue keeps it: DBOS re-enqueues on the queue a workflow had)
                 with bind_shard_keys({wfid: pending.shard_key}):
+                    gate.held.add(wfid)
                     dbos._sys_db.reenqueue_for_recovery(wfid, [executor], queue)
                 recovered.append(wfid)
+    if run_id not in recovered:  # no root here to reach them
+        gate.open = True
+        GATES.pop(run_id, None)
     return recovered
 
 
@@ -699,10 +734,15 @@ def _register(dbos: Any) -> tuple[Any, Any]:
     async def run_workflow(spec: dict[str, Any]) -> dict[str, Any]:
         wfid = dbos.DBOS.workflow_id
         await _note_recorded(wfid, spec)
-        rt = await runtime_for(wfid, spec)
-        rt.effects.forget(wfid)
-        with _stoppable(wfid):
-            return await _flushed(wfid, _kept(wfid, run_root(rt)), rt.effects)
+        try:
+            rt = await runtime_for(wfid, spec)
+            rt.effects.forget(wfid)
+            with _stoppable(wfid):
+                return await _flushed(wfid, _kept(wfid, run_root(rt)), rt.effects)
+        finally:
+            gate = GATES.pop(wfid, None)
+            if gate is not None:  # the root ended here: no unit still held waits for ever
+                gate.open = True
 
     @workflows.workflow(name=UNIT_WORKFLOW, max_recovery_attempts=50)
     async def unit_workflow(spec: dict[str, Any]) -> Any:
@@ -714,10 +754,14 @@ def _register(dbos: Any) -> tuple[Any, Any]:
         try:
             return await _unit_body(wfid, spec)
         finally:
+            _RETURNED.pop(wfid, None)
             if _UNIT_TASKS.get(wfid) is task:
                 del _UNIT_TASKS[wfid]
 
     async def _unit_body(wfid: str, spec: dict[str, Any]) -> Any:
+        gate = GATES.get(wfid.split("/", 1)[0])
+        if gate is not None:
+            await gate.wait(wfid)
         if spec.get("kind") == "model":  # one request, no events; its model's rate limit
             rt = await runtime_for(spec["run"])
             if rt.ctx.router is not None:  # the client (and its modules) made before the wait
@@ -876,6 +920,8 @@ async def _flushed(workflow_id: str, body: Awaitable[T], effects: DurableEffects
         with contextlib.suppress(Exception):
             await effects.settle()
         raise
+    if workflow_id in _UNIT_TASKS:  # a unit's value, for a parent stopped while it is recorded
+        _RETURNED[workflow_id] = value
     await _items().flush(workflow_id)
     await effects.settle()
     return value

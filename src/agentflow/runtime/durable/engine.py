@@ -866,9 +866,18 @@ class DurableEffects(Effects):
         try:
             return await self.engine.collect(handle)
         except asyncio.CancelledError as why:
+            # a child that finished here as the run was stopped (its result on its way to this
+            # parent, or its body returning while the cancel was sent): what it finished is
+            # kept (spec.finished), as a plain run keeps it
+            done = getattr(self.engine, "finished_child", None)
+            found = done(handle) if done is not None and spec.finished is not None else None
             await asyncio.shield(
                 self.engine.cancel_child(handle, why.args[0] if why.args else None)
             )
+            if found is None and done is not None and spec.finished is not None:
+                found = done(handle)
+            if found is not None and spec.finished is not None:
+                spec.finished(found[0])
             raise
 
     def map_batch(self, path: str, n: int) -> int | None:

@@ -476,6 +476,13 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
         question = next((q for q in pending if q.path == step), None)
         if question is None:
             await refuse_closed(run_id, [w.workflow_id for w in family], step)
+            root = next((w for w in family if w.workflow_id == run_id), None)
+            if root is not None and root.status not in ("PENDING", "ENQUEUED"):
+                # a run that ended waits on nothing: say that, not "waiting: none"
+                raise InputError(
+                    f"run {run_id} has ended ({_status(root, False)}): no question of it "
+                    f"waits for an answer, at {step!r} or elsewhere"
+                )
             raise InputError(no_question_message(run_id, step, pending))
 
         value = checked_answer(question, value)

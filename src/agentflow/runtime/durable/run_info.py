@@ -114,6 +114,7 @@ class Question:
         name, eq, _ = parts[-1].partition(" = ")
         if eq:
             found.add(name)
+        found |= _branch_of(self.label)  # `a` of `s › parallel › a › ask`, as a let's name
         indexed = indexed_name(self.label)
         if indexed:
             found.add(indexed)
@@ -133,6 +134,9 @@ def answer_name(path: str, label: str | None, others: Iterable[tuple[str, str | 
         return path
     parts = label.split(" › ")
     name, eq, _ = parts[-1].partition(" = ")
+    branch = _branch_of(label)
+    if branch:  # a `parallel` branch that is an ask: by the branch's name, as a let's
+        name, eq = next(iter(branch)), "="
     if not eq or not name:
         return path
     indexed = indexed_name(label)
@@ -152,9 +156,22 @@ def answer_name(path: str, label: str | None, others: Iterable[tuple[str, str | 
 
 
 def _let_of(label: str) -> set[str]:
-    """The ``let`` name of an ask's label (``{"go"}`` of ``approve › go = ask``), or none."""
+    """The ``let`` name of an ask's label (``{"go"}`` of ``approve › go = ask``), or the
+    `parallel` branch it is (:func:`_branch_of`), or none."""
     name, eq, _ = label.split(" › ")[-1].partition(" = ")
-    return {name} if eq else set()
+    return {name} if eq else _branch_of(label)
+
+
+def _branch_of(label: str) -> set[str]:
+    """``{"a"}`` for an ask that is branch ``a`` of a `parallel` block (``s › parallel › a ›
+    ask``), asked once (no ``item N`` / ``round N`` above it): the branch's name names its
+    question as a ``let``'s does; else none."""
+    parts = label.split(" › ")
+    if len(parts) < 4 or parts[-1] != "ask" or parts[-3] != "parallel":
+        return set()
+    if any(re.fullmatch(r"(item|round) \d+", p) for p in parts):
+        return set()
+    return {parts[-2]}
 
 
 def _path_key(path: str) -> list[tuple[int, str]]:

@@ -1,0 +1,40 @@
+"""`flowc answer` in the user's terms: a run that has ended is said to have ended (its status),
+not to wait on no question (`waiting: none`); and a `parallel` branch that is an `ask` is named
+by the branch's name (`flowc answer RUN a 3` for `parallel { a: ask "How many?" … }`), as a
+question bound to a `let` is by the let's name (docs/reference/cli.md "flowc answer")."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from support.durable_questions import flowc
+
+from agentflow.runtime.durable.run_info import Question, answer_name, question_path
+
+
+def test_answering_a_run_that_ended_says_it_ended(tmp_path: Path) -> None:
+    (tmp_path / "d.flow").write_text('flow d "done"\nstage s -> int {\n  return 1\n}\n')
+    ran = subprocess.run(
+        flowc("run", "d.flow", "--durable", "--run-id", "d1"), cwd=tmp_path, capture_output=True
+    )
+    assert ran.returncode == 0, ran.stderr.decode()
+    answered = subprocess.run(flowc("answer", "d1", "E0/a", "3"), cwd=tmp_path, capture_output=True)
+    err = answered.stderr.decode()
+    assert answered.returncode == 1
+    assert "run d1 has ended (ok)" in err and "waiting: none" not in err, err
+
+
+def _branch(path: str, name: str) -> Question:
+    return Question(
+        run_id="q2", workflow_id="q2", key=f"question:{path}", path=path, question="How many?",
+        label=f"s › parallel › {name} › ask",
+    )  # fmt: skip
+
+
+def test_a_parallel_branch_that_asks_is_answered_by_the_branch_name() -> None:
+    pending = [_branch("E0/a", "a"), _branch("E0/b", "b")]
+    assert question_path(pending, "a", "q2") == "E0/a"
+    assert question_path(pending, "b", "q2") == "E0/b"
+    others = [(q.path, q.label) for q in pending]
+    assert answer_name("E0/a", pending[0].label, others) == "a"  # the hint names it so
