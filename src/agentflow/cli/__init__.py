@@ -154,6 +154,7 @@ from agentflow.cli.common import (  # noqa: E402
     _fail,
     _flow_files,
     _json_out,
+    _new_run_options,
     _otel_endpoint,
     _out,
     _question_notice,
@@ -447,15 +448,7 @@ def _given_answers(ctx: Any, param: Any, given: tuple[str, ...]) -> dict[str, st
     is_flag=True,
     help="With --reuse: ask every question again, those the earlier run had answered included.",
 )
-@click.option(
-    "--run-id", metavar="ID", callback=_checked_run_id(new=True),
-    help="The durable run's id (default: a new one); implies --durable.",
-)  # fmt: skip
-@click.option(
-    "--database",
-    metavar="URL",
-    help="The durable runs database (default: [durable] database); implies --durable.",
-)
+@_new_run_options
 @click.option(
     "--fleet",
     is_flag=True,

@@ -15,10 +15,10 @@ from agentflow.cli.common import (
     _ask_finish,
     _ask_progress,
     _check_run_options,
-    _checked_run_id,
     _err,
     _fail,
     _json_out,
+    _new_run_options,
     _out,
     _record_option,
     _replay_option,
@@ -59,15 +59,7 @@ from agentflow.errors import FlowError
     help="Record every model and tool call so the question survives a crash (flowc resume "
     "RUN); prints the run id.",
 )
-@click.option(
-    "--run-id", metavar="ID", callback=_checked_run_id(new=True),
-    help="The durable run's id (default: a new one); implies --durable.",
-)  # fmt: skip
-@click.option(
-    "--database",
-    metavar="URL",
-    help="The durable runs database (default: [durable] database); implies --durable.",
-)
+@_new_run_options
 def ask(
     question: str,
     config: str | None,

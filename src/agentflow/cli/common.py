@@ -507,3 +507,19 @@ def _checked_run_id(new: bool) -> Any:
         return value
 
     return check
+
+
+def _new_run_options(fn: Any) -> Any:
+    """``--run-id ID`` and ``--database URL`` of a command that starts a durable run (``run``,
+    ``ask``): each implies ``--durable``."""
+    fn = click.option(
+        "--database",
+        metavar="URL",
+        help="The durable runs database (default: [durable] database); implies --durable.",
+    )(fn)
+    return click.option(
+        "--run-id",
+        metavar="ID",
+        callback=_checked_run_id(new=True),
+        help="The durable run's id (default: a new one); implies --durable.",
+    )(fn)

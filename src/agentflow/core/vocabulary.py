@@ -146,14 +146,7 @@ PURE_EXPRESSION_WORDS: tuple[str, ...] = (
     "if",
     "then",
     "else",
-    "match",
-    "not",
-    "and",
-    "or",
-    "in",
-    "true",
-    "false",
-    "null",
+    *EXPRESSION_WORDS[EXPRESSION_WORDS.index("match") :],
 )
 #: Words that continue a construct another word started (``if … else``, ``map … as x limit n tolerate k``,
 #: ``filter … where judge …``, ``ask … expect T default v``, ``verify { check … }``).
