@@ -1,20 +1,38 @@
 """`flowc answer` in the user's terms: a run that has ended is said to have ended (its status),
 not to wait on no question (`waiting: none`); and a `parallel` branch that is an `ask` is named
 by the branch's name (`flowc answer RUN a 3` for `parallel { a: ask "How many?" … }`), as a
-question bound to a `let` is by the let's name (docs/reference/cli.md "flowc answer")."""
+question bound to a `let` is by the let's name (docs/reference/cli.md "flowc answer").  Both
+engines say the same of an ended run, with the same exit code (Temporal used to say
+`waiting: none`)."""
 
 from __future__ import annotations
 
+import itertools
+import os
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from support.durable_questions import flowc
 
 from agentflow.runtime.durable.run_info import Question, answer_name, question_path
 
 
-def test_answering_a_run_that_ended_says_it_ended(tmp_path: Path) -> None:
+_queues = itertools.count()
+
+
+@pytest.mark.parametrize("engine", ["dbos", "temporal"])
+def test_answering_a_run_that_ended_says_it_ended(
+    tmp_path: Path, engine: str, request: pytest.FixtureRequest
+) -> None:
     (tmp_path / "d.flow").write_text('flow d "done"\nstage s -> int {\n  return 1\n}\n')
+    if engine == "temporal":
+        server = request.getfixturevalue("temporal_server")
+        (tmp_path / "flow.toml").write_text(
+            f'[durable]\nengine = "temporal"\naddress = "{server.address}"\n'
+            f'task_queue = "ended{os.getpid()}-{next(_queues)}"\n'
+        )
     ran = subprocess.run(
         flowc("run", "d.flow", "--durable", "--run-id", "d1"), cwd=tmp_path, capture_output=True
     )

@@ -58,6 +58,7 @@ from agentflow.runtime.durable.run_info import (
     Question,
     RunInfo,
     count_inference,
+    ended_message,
     error_text,
     json_of,
     no_question_message,
@@ -479,10 +480,7 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
             root = next((w for w in family if w.workflow_id == run_id), None)
             if root is not None and root.status not in ("PENDING", "ENQUEUED"):
                 # a run that ended waits on nothing: say that, not "waiting: none"
-                raise InputError(
-                    f"run {run_id} has ended ({_status(root, False)}): no question of it "
-                    f"waits for an answer, at {step!r} or elsewhere"
-                )
+                raise InputError(ended_message(run_id, _status(root, False), step))
             raise InputError(no_question_message(run_id, step, pending))
 
         value = checked_answer(question, value)

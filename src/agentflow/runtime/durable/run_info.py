@@ -203,6 +203,16 @@ def question_path(pending: list[Question], step: str, run_id: str) -> str:
     return named[0].path if named else step
 
 
+def ended_message(run_id: str, status: str, step: str) -> str:
+    """What ``flowc answer`` says when run ``run_id`` has ended (``status``: ``ok``, ``error``,
+    ``cancelled``…): it waits on no question, said so rather than ``waiting: none``; the same
+    words on every engine."""
+    return (
+        f"run {run_id} has ended ({status}): no question of it waits for an answer, "
+        f"at {step!r} or elsewhere"
+    )
+
+
 def no_question_message(run_id: str, step: str, pending: list[Question]) -> str:
     """What ``flowc answer`` says when run ``run_id`` waits on no question at ``step``: the
     questions it waits on, and the nearest of their names when ``step`` looks like a slip of

@@ -28,6 +28,7 @@ from agentflow.runtime.durable.records import lost_secret, question_digest
 from agentflow.runtime.durable.run_info import (
     RunInfo,
     count_inference,
+    ended_message,
     error_text,
     json_of,
     no_question_message,
@@ -612,6 +613,10 @@ async def _message(url: str, run_id: str, step: str, make: Callable[[Any], Any])
         taken = await _taken(client, family, f"answer:{step}")
         if taken is not None:  # answered (or closed) already: said as on DBOS
             raise InputError(closed_message(run_id, step, taken))
+        root = next((w for w in family if w.id == run_id), None)
+        status = _status(root, await _memo(root)) if root is not None else "running"
+        if status != "running":  # a run that ended waits on nothing: said as on DBOS
+            raise InputError(ended_message(run_id, status, step))
         raise InputError(no_question_message(run_id, step, pending))
     value = make(question)
     token = secrets.token_hex(8)
