@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import json
+import math
 import os
 import sys
 import threading
@@ -623,7 +624,7 @@ class ConsoleSink:
             why = data.get("code") or data.get("kind") or "an error"
             self._print(
                 f"↻ {self._name(path, data)} {what} retry {data.get('attempt')} after {why}"
-                + _waiting(data.get("delay_ms"))
+                + _waiting(data.get("delay_ms"), data.get("retry_after_ms"), data.get("capped"))
             )
         elif kind == "run_finished":
             self._running.clear()
@@ -800,14 +801,30 @@ class EventBus:
                     pass
 
 
-def _waiting(delay_ms: Any) -> str:
+def _waiting(delay_ms: Any, asked_ms: Any = None, capped: Any = False) -> str:
     """How long a retry waits, for its ``↻`` line, when a person would notice (1 s or more):
-    ``, in 120s`` — a provider's ``Retry-After`` is honoured up to ``[providers.X]
-    max_retry_after``, and a retry line followed by minutes of silence read as a hang."""
-    if isinstance(delay_ms, bool) or not isinstance(delay_ms, int | float) or delay_ms < 1000:
+    ``, in 2m`` — a provider's ``Retry-After`` is honoured up to ``[providers.X]
+    max_retry_after``, and a retry line followed by minutes of silence read as a hang.  A wait
+    cut to that cap says so, and what the provider asked when it is known: ``, in 2m (provider
+    asked 10m; capped)``."""
+    if capped is True:
+        asked = _duration(asked_ms)
+        said = f"provider asked {asked}; capped" if asked else "capped: the provider asked longer"
+        return f", in {_duration(delay_ms) or 'under 1s'} ({said})"
+    shown = _duration(delay_ms)
+    return f", in {shown}" if shown else ""
+
+
+def _duration(ms: Any) -> str:
+    """``ms`` milliseconds as ``3s``, ``1m 30s``, ``2m``, ``1h 05m``; "" under a second (or not
+    a finite number)."""
+    if isinstance(ms, bool) or not isinstance(ms, int | float) or not 1000 <= ms < math.inf:
         return ""
-    seconds = delay_ms / 1000
+    seconds = ms / 1000
     if seconds < 60:
-        return f", in {seconds:.0f}s"
+        return f"{seconds:.0f}s"
     minutes, rest = divmod(round(seconds), 60)
-    return f", in {minutes}m {rest:02d}s" if rest else f", in {minutes}m"
+    if minutes >= 60:
+        hours, minutes = divmod(minutes, 60)
+        return f"{hours}h {minutes:02d}m" if minutes else f"{hours}h"
+    return f"{minutes}m {rest:02d}s" if rest else f"{minutes}m"

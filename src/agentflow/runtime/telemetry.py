@@ -437,6 +437,8 @@ class OtelSink(SpanTree):
                 "agentflow.retry.attempt": data.get("attempt"),
                 "error.type": data.get("code") or data.get("kind"),
                 "agentflow.retry.delay_ms": data.get("delay_ms"),
+                "agentflow.retry.retry_after_ms": data.get("retry_after_ms"),
+                "agentflow.retry.capped": data.get("capped"),
                 "agentflow.retry.model": data.get("model"),
             },
         )

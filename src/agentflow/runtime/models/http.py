@@ -533,7 +533,9 @@ async def post_with_retries(
     (never the key) once retries are exhausted or on a permanent error; one that never got a
     reply (connection failed, timed out, invalid URL) also names ``url`` and ``url_from``, the
     setting it came from (:attr:`ProviderConfig.base_url_from`). ``on_retry`` receives
-    ``{provider, attempt, kind, status, delay_s, message}`` before each wait.
+    ``{provider, attempt, kind, status, delay_s, retry_after_s, capped, message}`` before each
+    wait (``retry_after_s``: what the provider's ``Retry-After`` asked, or None; ``capped``: it
+    asked longer than ``max_retry_after``, and ``delay_s`` is that cap).
     """
     attempt = 0
     import httpx  # here, not at module level: a run that calls no model never needs it
@@ -609,6 +611,8 @@ async def post_with_retries(
                     "kind": kind,
                     "status": status,
                     "delay_s": round(delay, 3),
+                    "retry_after_s": retry_after,
+                    "capped": retry_after is not None and retry_after > policy.max_retry_after,
                     "message": message,
                 }
             )

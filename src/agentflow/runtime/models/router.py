@@ -11,6 +11,7 @@ one is not made.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -446,7 +447,9 @@ class ModelRouter:
 def forward_model_events(bus: Any) -> Callable[[str, dict[str, Any]], None]:
     """An ``on_event`` for :class:`ModelRouter` that turns its notifications into run events.
 
-    ``retry`` → a ``retry`` event ``{attempt, code, delay_ms, provider, model, status, message}``;
+    ``retry`` → a ``retry`` event ``{attempt, code, delay_ms, provider, model, status, message}``,
+    with ``retry_after_ms`` (the wait the provider's ``Retry-After`` asked, when it sent a finite
+    one) and ``capped: true`` when it asked longer than ``max_retry_after`` (``delay_ms``: the cap);
     ``failover`` → a ``warning`` event ``{message, failover: {role, model, kind}}``; both at the
     step path of :data:`current_step`. Messages are already redacted by the HTTP layer.
     """
@@ -454,6 +457,12 @@ def forward_model_events(bus: Any) -> Callable[[str, dict[str, Any]], None]:
     def on_event(kind: str, data: dict[str, Any]) -> None:
         path = current_step.get()
         if kind == "retry":
+            asked = data.get("retry_after_s")
+            capped: dict[str, Any] = {}
+            if isinstance(asked, int | float) and math.isfinite(asked):
+                capped["retry_after_ms"] = round(asked * 1000)
+            if data.get("capped"):  # said: the wait is shorter than the provider asked
+                capped["capped"] = True
             bus.emit(
                 "retry",
                 path,
@@ -464,6 +473,7 @@ def forward_model_events(bus: Any) -> Callable[[str, dict[str, Any]], None]:
                 model=data.get("model"),
                 status=data.get("status"),
                 message=data.get("message"),
+                **capped,
             )
         elif kind == "warning":
             bus.emit("warning", path, message=data.get("message"), model=data.get("model"))
