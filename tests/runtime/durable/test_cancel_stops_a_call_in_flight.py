@@ -1,7 +1,9 @@
 """`flowc cancel RUN` from another process stops a durable run's model call or tool call that is
 in flight, as Ctrl-C does: the run's process watches its run's cancellation while a call runs
 (every ``CANCEL_POLL_S``), cancels the call and ends ``cancelled`` without waiting for the
-reply — in a `parallel map`, a `parallel` block (with a tool branch) and a lone agent step alike.
+reply — in a `parallel map`, a `parallel` block (with a tool branch), a map item inside a
+`parallel` branch (a unit two levels below the root: every unit's watch reads its root's status,
+dbos_watch.run_cancelled) and a lone agent step alike.
 Every step the cancel stopped says the run was cancelled, none that "another item or branch
 failed first" (nothing failed). Real `flowc` processes, a scripted model server on loopback
 whose slow reply is held until the run has ended: a run that waited for it would never end
@@ -45,6 +47,18 @@ stage review -> { f: R, s: R, z: int } {
     f: agent(fast) { task "fast one" tools none expect R },
     s: agent(slow) { task "slow one" tools none expect R },
     z: user__nap(s: 600),
+  }
+}
+""",
+    # the slow calls two units down: a map item (a child) of a `parallel` branch (a child)
+    "nested": HEAD
+    + """\
+stage review -> { f: R, m: R[] } {
+  parallel {
+    f: agent(fast) { task "fast one" tools none expect R },
+    m: parallel map ["slow one", "slow one too"] as t limit 2 {
+      agent(slow) { task "${t}" tools none expect R }
+    },
   }
 }
 """,
