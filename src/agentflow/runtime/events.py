@@ -590,8 +590,7 @@ class ConsoleSink:
             reused = " (reused)" if data.get("reused") else ""
             self._print(
                 f"  ◆ {self._name(path, data)} {_short(data.get('role') or 'chat', 20)} "
-                f"{_short(data.get('model', ''), 60)} {secs:.2f}s "
-                f"{data.get('input_tokens', 0)}→{data.get('output_tokens', 0)} tokens"
+                f"{_short(data.get('model', ''), 60)} {secs:.2f}s {_call_tokens(data)}"
                 f"{_spent_extra(data)}{reused}"
             )
         elif kind == "ask":
@@ -688,16 +687,34 @@ def _at(source: Any) -> str:
     return f"  {_short(source, _PLACE_LIMIT)}" if source else ""
 
 
+def _call_tokens(data: dict[str, Any]) -> str:
+    """One inference's ``IN→OUT tokens`` for its ``◆`` line; ``usage not reported`` when the
+    reply gave none, ``IN→OUT tokens (usage unknown)`` when its counts were not counts — never a
+    silent ``0→0`` (docs/models.md "Usage")."""
+    if data.get("usage_reported") is False:
+        return "usage not reported"
+    tokens = f"{data.get('input_tokens', 0)}→{data.get('output_tokens', 0)} tokens"
+    return f"{tokens} (usage unknown)" if data.get("usage_unknown") else tokens
+
+
 def _spent(usage: dict[str, Any]) -> str:
     """`` · N inference(s), IN→OUT tokens`` (cached tokens and cost when known) for a usage
-    record with inferences, else ``""``."""
-    if not usage.get("inferences"):
+    record with inferences, else ``""``.  Calls whose usage is unknown (not reported, or not
+    counts: ``usage_unknown``) are said, as the totals leave them out: ``· 1 inference(s),
+    usage unknown`` when every call's is, ``· 3 inference(s), 20→10 tokens (1 call's usage
+    unknown)`` otherwise."""
+    inferences = usage.get("inferences")
+    if not inferences:
         return ""
-    return (
-        f" · {usage['inferences']} inference(s), "
-        f"{usage.get('input_tokens', 0)}→{usage.get('output_tokens', 0)} tokens"
-        f"{_spent_extra(usage)}"
-    )
+    unknown = usage.get("usage_unknown")
+    unknown = unknown if isinstance(unknown, int) and not isinstance(unknown, bool) else 0
+    tokens = f"{usage.get('input_tokens', 0)}→{usage.get('output_tokens', 0)} tokens"
+    if unknown and unknown >= inferences and not usage.get("input_tokens"):
+        tokens = "usage unknown"  # no call reported a count: no 0→0 to show
+    elif unknown:
+        calls = "calls'" if unknown > 1 else "call's"
+        tokens += f" ({unknown} {calls} usage unknown)"
+    return f" · {inferences} inference(s), {tokens}{_spent_extra(usage)}"
 
 
 def _spent_extra(data: dict[str, Any]) -> str:

@@ -306,10 +306,29 @@ _NUMERIC = frozenset({"start", "time", "inferences", "tokens", "cost"})
 _NUM = ' class="num"'
 
 
+def _tokens(usage: Mapping[str, Any], unit: str = "") -> str:
+    """``IN→OUT`` of a usage record or a ``model_call``, saying the calls whose usage is
+    unknown (not reported, or not counts) as the console does: ``not reported`` for a call
+    that gave none, ``unknown`` when no call of a record reported a count, ``IN→OUT (1
+    unknown)`` otherwise — never a silent ``0→0`` (docs/models.md "Usage").  ``unit``: put
+    after the counts (`` tokens``)."""
+    if usage.get("usage_reported") is False:
+        return "usage not reported"
+    tokens = f"{_n(usage.get('input_tokens', 0))}→{_n(usage.get('output_tokens', 0))}{unit}"
+    unknown = usage.get("usage_unknown")
+    if unknown is True:  # one call's
+        return f"{tokens} (unknown)"
+    if isinstance(unknown, int) and not isinstance(unknown, bool) and unknown > 0:
+        if unknown >= (usage.get("inferences") or 0) and not usage.get("input_tokens"):
+            return "unknown"
+        return f"{tokens} ({_n(unknown)} unknown)"
+    return tokens
+
+
 def _usage_values(usage: Mapping[str, Any]) -> list[str]:
     """The inferences, tokens and cost cells' text of a step's usage."""
     inf = usage.get("inferences") or 0
-    tok = f"{_n(usage.get('input_tokens', 0))}→{_n(usage.get('output_tokens', 0))}" if inf else ""
+    tok = _tokens(usage) if inf else ""
     cost = usage.get("cost")
     cost_text = f"${cost:.4f}" if isinstance(cost, int | float) else ""
     return [_n(inf or ""), tok, _e(cost_text)]
@@ -384,7 +403,7 @@ class _Report:
             f"time {_secs((v.end or v.start) - v.start) if v.start else '—'}",
             f"steps {len(v.steps)}",
             f"inferences {_n(usage.get('inferences', 0))}",
-            f"tokens {_n(usage.get('input_tokens', 0))}→{_n(usage.get('output_tokens', 0))}",
+            f"tokens {_tokens(usage)}",
         ]
         if isinstance(usage.get("cost"), int | float):
             facts.append(f"cost ${usage['cost']:.4f}")
@@ -577,9 +596,8 @@ class _Report:
             d = call.data
             out.append(
                 f"<div class='muted'>{_e(d.get('role') or 'chat')} · <code>{_e(call.name)}</code> · "
-                f"{_secs(call.end - call.start)} · {_n(d.get('input_tokens', 0))}→"
-                f"{_n(d.get('output_tokens', 0))} "
-                f"tokens · finish <code>{_e(d.get('finish_reason') or '')}</code></div>"
+                f"{_secs(call.end - call.start)} · {_tokens(d, ' tokens')} "
+                f"· finish <code>{_e(d.get('finish_reason') or '')}</code></div>"
             )
             reply = _as_dict(d.get("reply"))
             if reply.get("text"):

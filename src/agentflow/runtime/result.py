@@ -191,7 +191,8 @@ def model_call_fields(response: Any, started: float) -> dict[str, Any]:
     and ``api`` (the configured provider's name and wire API, when a router answered) and
     ``reused: True`` for an answer reused from an earlier ``plan_and_execute`` attempt (tokens 0;
     :class:`StepUsage` skips it); ``usage_unknown: True`` when the provider's token counts
-    were not counts (taken as 0: docs/models.md "Usage"); ``response_id`` (the provider's id of the reply) and
+    were not counts or not reported (taken as 0: docs/models.md "Usage"), and then
+    ``usage_reported: False`` when the reply gave no usage at all; ``response_id`` (the provider's id of the reply) and
     ``server_address`` / ``server_port`` (the host of the provider's base URL) when known.  ``reply`` is what the model said: ``{text, tool_calls: [{id,
     name, arguments}]}`` (``arguments`` as received).  ``response`` is a ChatResponse and
     ``started`` the ``time.monotonic()`` reading taken before the request; the call began
@@ -223,6 +224,8 @@ def model_call_fields(response: Any, started: float) -> dict[str, Any]:
         fields["reused"] = True
     if getattr(response, "usage_unknown", False):
         fields["usage_unknown"] = True  # its token counts were not counts: taken as 0
+    if not getattr(response, "usage_reported", True):
+        fields["usage_reported"] = False  # no usage block at all: unknown too, said so
     if getattr(response, "response_id", None):
         fields["response_id"] = response.response_id
     base_url = getattr(response, "base_url", None)

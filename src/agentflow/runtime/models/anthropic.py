@@ -24,6 +24,7 @@ from agentflow.runtime.models.base import (
     Message,
     ReplyShapeError,
     ToolCall,
+    note_unreported,
     token_count,
     tool_name_map,
     type_name,
@@ -493,6 +494,7 @@ def parse_anthropic_response(
 
 def anthropic_usage(usage: dict[str, Any]) -> dict[str, int]:
     """Neutral usage from a Messages API ``usage`` block (see :func:`parse_anthropic_response`)."""
+    note_unreported(usage.get("input_tokens"), usage.get("output_tokens"))
     read = token_count(usage.get("cache_read_input_tokens"))
     write = token_count(usage.get("cache_creation_input_tokens"))
     out = {

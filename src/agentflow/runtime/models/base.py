@@ -74,20 +74,52 @@ def token_count(value: Any) -> int:
     return 0
 
 
+#: While a provider's reply is read (:func:`collect_bad_counts`): ``[True]`` once its usage
+#: gave neither an input nor an output count (:func:`note_unreported`); None elsewhere.
+_unreported: ContextVar[list[bool] | None] = ContextVar("agentflow_unreported", default=None)
+
+
+def note_unreported(*counts: Any) -> None:
+    """Called by a reply's usage reader with the values its usage block gave for the input and
+    output token counts (each under any of its names): when every one is absent (no usage
+    block, or one without those counts — an OpenAI-compatible stream without ``include_usage``)
+    the reply's usage was *not reported*: noted while :func:`collect_bad_counts` collects (the
+    router marks the reply's usage unknown and says so; docs/models.md "Usage")."""
+    if all(value is None for value in counts):
+        noted = _unreported.get()
+        if noted is not None and not noted:
+            noted.append(True)
+
+
+def unreported_now() -> bool:
+    """True when the reply being read (inside :func:`collect_bad_counts`) reported no usage."""
+    return bool(_unreported.get())
+
+
 class collect_bad_counts:  # noqa: N801 - used as a context manager, like contextlib's
     """``with collect_bad_counts() as bad:`` — around reading one reply: ``bad`` lists the
     values :func:`token_count` met that were not token counts (the router marks that reply's
-    usage unknown and warns)."""
+    usage unknown and warns); :attr:`unreported`: the reply gave no usage at all
+    (:func:`note_unreported`)."""
 
     def __init__(self) -> None:
         self.bad: list[Any] = []
+        self._noted: list[bool] = []
         self._token: Any = None
+        self._unreported_token: Any = None
+
+    @property
+    def unreported(self) -> bool:
+        """The reply read inside reported no input and no output token count."""
+        return bool(self._noted)
 
     def __enter__(self) -> list[Any]:
         self._token = _bad_counts.set(self.bad)
+        self._unreported_token = _unreported.set(self._noted)
         return self.bad
 
     def __exit__(self, *exc: object) -> None:
+        _unreported.reset(self._unreported_token)
         _bad_counts.reset(self._token)
 
 
@@ -241,6 +273,9 @@ class ChatResponse:
     #: negative or fractional number, Infinity, NaN, more than a billion): taken as 0, and
     #: this reply's usage is unknown (set by the router, which warns)
     usage_unknown: bool = False
+    #: the reply gave no token counts at all (no usage block): its usage is unknown too
+    #: (``usage_unknown``) and said "not reported" (set by the router, which warns)
+    usage_reported: bool = True
 
     def __post_init__(self) -> None:
         # text from outside is made whole where it enters a run (agentflow.core.text): a lone

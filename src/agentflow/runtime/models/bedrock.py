@@ -35,6 +35,7 @@ from agentflow.runtime.models.base import (
     ReplyShapeError,
     ToolCall,
     ToolSpec,
+    note_unreported,
     token_count,
     tool_name_map,
     type_name,
@@ -459,6 +460,7 @@ def bedrock_usage(usage: Any) -> dict[str, int]:
     ``inputTokens`` plus the cache reads and writes, reported apart)."""
     if not isinstance(usage, dict):
         usage = {}
+    note_unreported(usage.get("inputTokens"), usage.get("outputTokens"))
     read = token_count(usage.get("cacheReadInputTokens"))
     write = token_count(usage.get("cacheWriteInputTokens"))
     out = {

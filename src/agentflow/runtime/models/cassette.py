@@ -39,7 +39,9 @@ from agentflow.runtime.models.base import (
     ModelClient,
     ToolCall,
     is_token_count,
+    note_unreported,
     token_count,
+    unreported_now,
 )
 from agentflow.runtime.models.router import ModelRouter, RoutedClient
 
@@ -106,7 +108,8 @@ def response_data(response: ChatResponse) -> dict[str, Any]:
             {"id": c.id, "name": c.name, "arguments": c.arguments} for c in response.tool_calls
         ],
         "finish_reason": response.finish_reason,
-        "usage": dict(response.usage or {}),
+        # a reply that reported no usage is kept so: its replay says so again, never 0→0
+        "usage": {} if unreported_now() else dict(response.usage or {}),
         "model": response.model,
         **({"refusal": response.refusal} if response.refusal is not None else {}),
         **({"raw": response.raw} if response.raw is not None else {}),
@@ -178,6 +181,7 @@ _USAGE_KEYS = (
 
 
 def _usage_from(usage: dict[str, Any]) -> dict[str, int]:
+    note_unreported(usage.get("input_tokens"), usage.get("output_tokens"))
     out = {k: token_count(usage.get(k)) for k in ("input_tokens", "output_tokens")}
     for key in ("cache_read_tokens", "cache_write_tokens", "reasoning_tokens"):
         if token_count(usage.get(key)):

@@ -33,6 +33,7 @@ from agentflow.runtime.models.base import (
     ReplyShapeError,
     ToolCall,
     ToolSpec,
+    note_unreported,
     token_count,
     tool_name_map,
     type_name,
@@ -422,6 +423,7 @@ def gemini_usage(usage: Any) -> dict[str, int]:
     plus ``thoughtsTokenCount`` (→ ``reasoning_tokens``), as Gemini bills thoughts."""
     if not isinstance(usage, dict):
         usage = {}
+    note_unreported(usage.get("promptTokenCount"), usage.get("candidatesTokenCount"))
     thoughts = token_count(usage.get("thoughtsTokenCount"))
     out = {
         "input_tokens": token_count(usage.get("promptTokenCount")),

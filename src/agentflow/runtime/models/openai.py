@@ -20,6 +20,7 @@ from agentflow.runtime.models.base import (
     ReplyShapeError,
     ToolCall,
     ToolSpec,
+    note_unreported,
     token_count,
     tool_name_map,
     type_name,
@@ -499,10 +500,15 @@ def reply_id(data: dict[str, Any]) -> str | None:
     return str(value) if isinstance(value, str | int) and value != "" else None
 
 
+#: the input and output counts of a chat-completions (or Responses API) ``usage`` block
+_OPENAI_COUNTS = ("prompt_tokens", "input_tokens", "completion_tokens", "output_tokens")
+
+
 def openai_usage(usage: dict[str, Any]) -> dict[str, int]:
     """Neutral usage from a chat-completions ``usage`` block (``prompt_tokens`` includes the
     cached ones; ``prompt_tokens_details.cached_tokens`` → ``cache_read_tokens``;
     ``completion_tokens_details.reasoning_tokens`` → ``reasoning_tokens``)."""
+    note_unreported(*(usage.get(k) for k in _OPENAI_COUNTS))
     out = {
         "input_tokens": token_count(usage.get("prompt_tokens"))
         or token_count(usage.get("input_tokens")),

@@ -136,7 +136,8 @@ class RoutedClient:
             refuse_when_stopped(current_step.get())
             started = time.perf_counter()
             try:
-                with collect_bad_counts() as bad_counts:
+                reading = collect_bad_counts()
+                with reading as bad_counts:
                     response = await client.chat(request)
             except ModelError as exc:
                 last_error = exc
@@ -157,6 +158,12 @@ class RoutedClient:
                 # reply's usage marked unknown, and said (docs/models.md "Usage")
                 response.usage_unknown = True
                 self.router._notify_unknown_usage(resolved, bad_counts)
+            if reading.unreported:
+                # no usage block: counted as 0, the reply's usage marked unknown, and said
+                # (never a silent 0→0: docs/models.md "Usage")
+                response.usage_unknown = True
+                response.usage_reported = False
+                self.router._notify_unreported_usage(resolved)
             response.cost = self.router.price(resolved, response.usage or {})
             usage = response.usage or {}
             if request.messages:
@@ -425,6 +432,17 @@ class ModelRouter:
                     "message": f"model {resolved.label} reported token counts that are not "
                     f"counts ({describe_bad_counts(values)}): this call's usage is unknown and "
                     "counted as 0 tokens (in usage, cost and budgets)",
+                    "model": resolved.label,
+                },
+            )
+
+    def _notify_unreported_usage(self, resolved: ResolvedModel) -> None:
+        if self.on_event is not None:
+            self.on_event(
+                "warning",
+                {
+                    "message": f"model {resolved.label} reported no token usage: its calls' "
+                    "usage is unknown and counted as 0 tokens (in usage, cost and budgets)",
                     "model": resolved.label,
                 },
             )
