@@ -315,6 +315,8 @@ class EffectLowering(LoweringShared):
         # `x catch { … }` is at its `catch`
         where = e.try_span if isinstance(e, ast.TryExpr) and e.try_span else e.keyword_span
         step = self.add_step(ctx, "try", inp, where or e.span)
+        if not isinstance(e, ast.TryExpr):  # `x catch { … }`: named `catch`, as written
+            step["meta"]["kind"] = "catch"
         _name_scopes(step, loop)
         return Frag([StepRef(step)])
 

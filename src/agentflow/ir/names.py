@@ -63,6 +63,8 @@ def step_label(step: Step) -> str:
         return f"agent({name})" if name else "agent"
     if tool == "decide":  # an `if`, or a `match` with an effectful arm (compiler/lower_match.py)
         return "match" if isinstance(meta.get("match"), dict) else "if"
+    if tool == "try" and meta.get("kind") == "catch":  # `x catch { … }`: no `try` written
+        return "catch"
     if tool.startswith("plan__") or tool in _CONTROL_WORDS:
         return tool.removeprefix("plan__")
     return tool.removeprefix("builtin__") + "(…)"

@@ -489,7 +489,12 @@ async def _try(call: ControlCall) -> Any:
         if e.code in HARD_STOP_CODES or (codes is not None and e.code not in codes):
             raise
         error = outcome_error(e, p)
-    call.ex.emit("step_caught", call.path, call.stack, error=error)
+    # named as the step's own lines name it (`s › v = try`, its `let` included), not as an
+    # event below it is (`s › try`)
+    place = call.ex.place_of(call.path)
+    own = place.step_fields() if place is not None else {}
+    names = {k: own[k] for k in ("stage", "item", "agent", "label") if k in own}
+    call.ex.emit("step_caught", call.path, call.stack, error=error, **names)
     fallback = call.body("catch")
     return await call.run_body(fallback, f"{call.path}/catch", _layer(call.scope, error=error))
 
