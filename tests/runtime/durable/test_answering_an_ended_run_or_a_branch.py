@@ -13,11 +13,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from support.durable_questions import flowc
 
 from agentflow.runtime.durable.run_info import Question, answer_name, question_path
-
 
 _queues = itertools.count()
 
