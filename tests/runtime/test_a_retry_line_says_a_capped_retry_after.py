@@ -15,6 +15,7 @@ import textwrap
 from pathlib import Path
 
 from support.chat_server import TEST_API_KEY, answer, status
+from support.terminal import Terminal, plain
 
 from agentflow.runtime.events import ConsoleSink, Event
 
@@ -50,6 +51,18 @@ def test_a_capped_retry_after_is_said_capped_with_what_the_provider_asked(
     # the console line is the one the event makes (a wait under 1 s: not said in seconds)
     (line,) = [row for row in run.stderr.splitlines() if "↻" in row]
     assert line.endswith("retry 1 after rate_limit, in under 1s (provider asked 10m; capped)")
+
+
+def test_on_a_terminal_the_retry_line_says_the_cap(chat_server, tmp_path: Path) -> None:
+    chat_server.script([status(429, headers={"Retry-After": "3600"}), answer({"note": "ok"})])
+    config = chat_server.config_text() + "max_retry_after = 0.05\n"
+    (tmp_path / "flow.toml").write_text(config, encoding="utf-8")
+    (tmp_path / "a.flow").write_text(FLOW, encoding="utf-8")
+    env = {"SCRIPTED_API_KEY": TEST_API_KEY}
+    with Terminal([FLOWC, "run", "a.flow"], cwd=tmp_path, env=env, cols=200) as term:
+        assert term.wait(60) == 0, term.raw
+        shown = plain(term.raw)
+    assert "retry 1 after rate_limit, in under 1s (provider asked 1h; capped)" in shown, shown
 
 
 def _line(**data: object) -> str:
