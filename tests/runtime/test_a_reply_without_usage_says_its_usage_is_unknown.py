@@ -17,6 +17,7 @@ import textwrap
 from pathlib import Path
 
 from support.chat_server import TEST_API_KEY, Reply, answer, completion
+from support.terminal import Terminal, plain
 
 from agentflow.runtime.events import ConsoleSink, Event
 
@@ -78,6 +79,19 @@ def test_a_reply_without_usage_is_said_not_reported_never_0_tokens(
     page = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert "tokens 10→5 (1 unknown)" in page and "usage not reported" in page
     assert "0→0" not in page
+
+
+def test_on_a_terminal_a_reply_without_usage_is_never_0_tokens(chat_server, tmp_path: Path) -> None:
+    chat_server.script([_no_usage({"note": "a"}), _no_usage({"note": "b"})])
+    chat_server.write_config(tmp_path)
+    (tmp_path / "a.flow").write_text(FLOW, encoding="utf-8")
+    env = {"SCRIPTED_API_KEY": TEST_API_KEY}
+    with Terminal([FLOWC, "run", "a.flow"], cwd=tmp_path, env=env, cols=200) as term:
+        assert term.wait(60) == 0, term.raw
+        shown = plain(term.raw)
+    assert "0→0" not in shown, shown
+    assert "usage not reported" in shown, shown
+    assert "· 2 inference(s), usage unknown" in shown, shown  # the run's line
 
 
 def test_counts_that_are_not_counts_are_said_unknown_on_the_call_line() -> None:
