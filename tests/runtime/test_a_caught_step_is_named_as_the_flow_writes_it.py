@@ -12,6 +12,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from support.terminal import Terminal, plain
+
 FLOWC = str(Path(sys.executable).with_name("flowc"))
 
 FLOW = textwrap.dedent(
@@ -42,10 +44,14 @@ def boom(n: int) -> int:
 '''
 
 
-def test_a_caught_step_is_named_as_its_let_and_the_keyword_written(tmp_path: Path) -> None:
+def _project(tmp_path: Path) -> None:
     (tmp_path / "t.flow").write_text(FLOW, encoding="utf-8")
     (tmp_path / "tools.py").write_text(TOOLS, encoding="utf-8")
     (tmp_path / "flow.toml").write_text('[tools]\nmodules = ["tools.py"]\n', encoding="utf-8")
+
+
+def test_a_caught_step_is_named_as_its_let_and_the_keyword_written(tmp_path: Path) -> None:
+    _project(tmp_path)
     run = subprocess.run(
         [FLOWC, "run", "t.flow"], cwd=tmp_path, capture_output=True, timeout=120, text=True,
         env={**os.environ, "NO_COLOR": "1"},
@@ -58,3 +64,13 @@ def test_a_caught_step_is_named_as_its_let_and_the_keyword_written(tmp_path: Pat
     assert "▶ s › v = try" in started and "▶ s › w = catch" in started, started
     assert "▶ s › item 0 › catch" in started and "▶ s › try" in started, started
     assert not any("w = try" in line or "item 0 › try" in line for line in lines), lines
+
+
+def test_on_a_terminal_the_caught_line_names_the_step_as_written(tmp_path: Path) -> None:
+    _project(tmp_path)
+    with Terminal([FLOWC, "run", "t.flow"], cwd=tmp_path, cols=160) as term:
+        assert term.wait(60) == 0, term.raw
+        shown = plain(term.raw)
+    assert "↪ s › v = try  caught tool_error" in shown, shown
+    assert "↪ s › w = catch  caught tool_error" in shown, shown
+    assert "w = try" not in shown and "↪ s › try  caught" in shown, shown
