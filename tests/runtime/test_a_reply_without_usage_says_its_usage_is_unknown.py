@@ -94,6 +94,23 @@ def test_on_a_terminal_a_reply_without_usage_is_never_0_tokens(chat_server, tmp_
     assert "· 2 inference(s), usage unknown" in shown, shown  # the run's line
 
 
+def test_runs_show_says_a_durable_calls_usage_is_unknown(chat_server, tmp_path: Path) -> None:
+    chat_server.script([_no_usage({"note": "a"}), answer({"note": "b"})])
+    chat_server.write_config(tmp_path)
+    (tmp_path / "a.flow").write_text(FLOW, encoding="utf-8")
+    env = {**os.environ, "SCRIPTED_API_KEY": TEST_API_KEY, "NO_COLOR": "1"}
+    argv = [FLOWC, "run", "a.flow", "--durable", "--run-id", "u1"]
+    run = subprocess.run(argv, cwd=tmp_path, capture_output=True, timeout=120, env=env, text=True)
+    assert run.returncode == 0, run.stderr
+    shown = subprocess.run(
+        [FLOWC, "runs", "show", "u1"], cwd=tmp_path, capture_output=True, timeout=120, env=env,
+        text=True,
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    said = shown.stdout + shown.stderr
+    assert "model calls so far: 2 (10 in, 5 out tokens; 1 call's usage unknown)" in said, said
+
+
 def test_counts_that_are_not_counts_are_said_unknown_on_the_call_line() -> None:
     stream = io.StringIO()
     sink = ConsoleSink(stream, force_plain=True)

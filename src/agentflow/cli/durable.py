@@ -437,9 +437,13 @@ def runs_show(
     _say(f"started {_when(info.created_at)}, last change {_when(info.updated_at)}")
     cost = info.cost
     money = f", {as_money(cost['cost'])}" if "cost" in cost else ""
+    unknown = cost.get("usage_unknown", 0)
+    # a call whose usage is unknown (not reported, or not counts) is said, never a silent 0
+    calls = "calls'" if unknown > 1 else "call's"
+    untold = f"; {unknown} {calls} usage unknown" if unknown else ""
     _say(
         f"model calls so far: {cost.get('inferences', 0)} ({cost.get('input_tokens', 0)} in, "
-        f"{cost.get('output_tokens', 0)} out tokens{money})"
+        f"{cost.get('output_tokens', 0)} out tokens{money}{untold})"
     )
     hidden = ""
     if info.internal and not show_all:

@@ -373,9 +373,13 @@ def json_of(value: Any) -> Any:
 def count_inference(cost: dict[str, Any], value: Any) -> float:
     """Add one recorded model reply ``value`` (a ``ChatResponse``-like object with ``usage``
     and ``cost``) to ``cost`` (``{"inferences", "input_tokens", "output_tokens"}``, counted in
-    place, for ``runs show`` on either engine); returns its price in dollars (0.0 when unpriced)."""
+    place, for ``runs show`` on either engine; ``usage_unknown`` +1, created on first use, for a
+    reply whose usage was not reported or not counts); returns its price in dollars (0.0 when
+    unpriced)."""
     usage = getattr(value, "usage", None) or {}
     cost["inferences"] += 1
+    if getattr(value, "usage_unknown", False) is True:
+        cost["usage_unknown"] = cost.get("usage_unknown", 0) + 1
     cost["input_tokens"] += int(usage.get("input_tokens", 0) or 0)
     cost["output_tokens"] += int(usage.get("output_tokens", 0) or 0)
     price = getattr(value, "cost", None)
