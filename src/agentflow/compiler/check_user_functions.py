@@ -183,6 +183,8 @@ class UserFunctionChecks(CheckerShared):
             # `server__tool` is how a call names a catalog tool: `f(x)` would call the function
             # and `f(x: 1)` the tool (docs/decisions.md "A function's name is never a tool's")
             server, _, tool = name.partition("__")
+            # its calls with named arguments are not told again as an untyped tool's
+            self.error_names.add(name)
             self.report(
                 D.DUPLICATE_DEFINITION,
                 f"`{name}` has the shape of a tool's name (`server__tool`): a user function "
