@@ -307,7 +307,7 @@ class StatementChecks(CheckerShared):
                 hint="a stage sees only the stages declared before it; move it earlier",
             )
             return ERROR
-        if e.name in self.error_names:
+        if e.name in self.error_names or self.function_as_value(e):
             return ERROR
         literal = _FOREIGN_LITERALS.get(e.name.lower())
         hint = (

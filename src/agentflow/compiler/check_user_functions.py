@@ -41,6 +41,7 @@ from agentflow.core.diagnostics import Note
 from agentflow.core.functions import FUNCTIONS
 from agentflow.core.vocabulary import EXPRESSION_WORDS, RESERVED_WORDS
 from agentflow.grammar import ast
+from agentflow.grammar.syntax_errors import OPERATOR_HINTS
 
 __all__ = ["FnSig", "GRAMMAR_WORDS", "UserFunctionChecks", "IMPURE_NODES"]
 
@@ -549,6 +550,38 @@ class UserFunctionChecks(CheckerShared):
     def user_function_hint(self, name: str) -> str | None:
         """ "did you mean `rank`?" for a name close to a user function's, else None."""
         return suggest(name, list(self.user_fns)) if getattr(self, "user_fns", None) else None
+
+    def function_as_value(self, e: ast.Name) -> bool:
+        """Report ``function-as-value`` for a user or library function named without its call
+        (``let f = rank``, ``g(rank)``; docs/reference/programs.md "User functions"): `.flow`
+        has no function values, a function is called where its value is used. The note gives
+        its signature, the hint the call in its parameters' names. True when reported."""
+        user: FnSig | None = (getattr(self, "user_fns", None) or {}).get(e.name)
+        if user is not None:
+            signature, at = user.signature, user.decl.name.span
+            params = [name for name, _ in user.params]
+        elif (
+            e.name in FUNCTIONS
+            and e.name not in OPERATOR_HINTS
+            and not suggest(e.name, self.visible_names())
+        ):
+            # (a name close to a variable's, `lines` for `line`, is told as a misspelling, and
+            # `a matches b` as the operator of other languages it is)
+            spec = FUNCTIONS[e.name]
+            signature, at = spec.signature, None
+            params = [p.name for p in spec.params if not p.omittable]
+        else:
+            return False
+        call = f"{e.name}({', '.join(params) or '…'})"
+        self.report(
+            D.FUNCTION_AS_VALUE,
+            f"`{e.name}` is a function: it is called, not used as a value",
+            e.span,
+            notes=[Note(f"`{signature}`", at)],
+            hint=f"call it with its arguments, `{call}`: a function is not a value that can be "
+            "stored or passed on; pass its result, or the values it needs",
+        )
+        return True
 
 
 def _count(n: int) -> str:

@@ -206,6 +206,12 @@ class CheckerShared:
     def user_function_hint(self, name: str) -> str | None:
         raise NotImplementedError
 
+    def function_as_value(self, e: ast.Name) -> bool:
+        raise NotImplementedError
+
+    def visible_names(self) -> set[str]:
+        raise NotImplementedError
+
     def user_function_misuse(self, e: ast.Call) -> bool:
         raise NotImplementedError
 
