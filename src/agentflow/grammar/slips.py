@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from agentflow.core.spans import Span
+from agentflow.grammar import ast
 from agentflow.grammar.scanner import Scanner, Tok
 
 __all__ = ["slip_error"]
@@ -160,18 +161,27 @@ def _parallel_slip(tok: Tok, expected: set[str], values: list[Any], sc: Scanner)
 
 def _leading_comma(tok: Tok, values: list[Any]) -> Slip | None:
     """``import { , A }``, ``f(,1)``, ``fn f(, x: int)``: a comma before the first item, with
-    the hint a list's ``[,1]`` gets."""
+    the hint a list's ``[,1]`` gets; ``(,1)``, a comma first in parentheses around an
+    expression, with what parentheses hold."""
     if tok.type != "COMMA" or len(values) < 2:
         return None
     last, before = _type(values[-1]), values[-2]
     what: tuple[str, str] | None = None
     if last == "LBRACE" and _type(before) == "IMPORT":
         what = ("a name", "imported names")
-    elif last in ("LPAR", "LPAR_NL") and not isinstance(before, Tok):
-        what = ("an argument", "arguments")
+    elif last in ("LPAR", "LPAR_NL") and isinstance(before, ast.Expr):
+        what = ("an argument", "arguments")  # the callee before `(`
     elif last == "LPAR" and _type(before) == "NAME" and len(values) >= 3:
         if _type(values[-3]) == "FN" or (_type(values[-3]) == "TOOL"):
             what = ("a parameter", "parameters")
+    elif last in ("LPAR", "LPAR_NL") and _type(before) != "NAME":
+        # `let x = (,1)`: parentheses around an expression, after an operator or a keyword
+        return (
+            "expected an expression before `,`",
+            tok.span,
+            "parentheses hold one expression, `(a + b)`: remove this comma (`.flow` has no "
+            "tuples; several values are a list, `[1, 2]`, or an object, `{ a: 1, b: 2 }`)",
+        )
     if what is None:
         return None
     return (
