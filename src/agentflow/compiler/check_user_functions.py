@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentflow.compiler.check_types import written_type
-from agentflow.compiler.checker_shared import CheckerShared, Var
+from agentflow.compiler.checker_shared import GRAMMAR_WORDS, CheckerShared, Var, is_reserved
 from agentflow.compiler.symbols import Symbol, suggest
 from agentflow.compiler.types import (
     ERROR,
@@ -39,7 +39,6 @@ from agentflow.compiler.types import (
 from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Note
 from agentflow.core.functions import FUNCTIONS
-from agentflow.core.vocabulary import EXPRESSION_WORDS, RESERVED_WORDS
 from agentflow.grammar import ast
 from agentflow.grammar.syntax_errors import OPERATOR_HINTS
 
@@ -90,12 +89,6 @@ IMPURE_NODES: dict[type, str] = {
 }
 
 
-#: The words a call ``word(…)`` cannot be written with, because the grammar reads ``word``
-#: as its construct there (``map xs as x { … }``, ``ask …``: docs/reference/programs.md "User
-#: functions"): a function of that name could never be called.
-GRAMMAR_WORDS: frozenset[str] = frozenset(EXPRESSION_WORDS) - RESERVED_WORDS - set(FUNCTIONS)
-
-
 class UserFunctionChecks(CheckerShared):
     """The phases and the typing rule of user functions (see the module docstring)."""
 
@@ -135,6 +128,7 @@ class UserFunctionChecks(CheckerShared):
                         hint=f"give each parameter of `{name}` its own name",
                     )
                 seen[pname] = p
+                self.reserved_name(pname, p.name.span, "a parameter")
                 if p.omittable:
                     self.report(
                         D.UNSUPPORTED_CONSTRUCT,
@@ -162,14 +156,7 @@ class UserFunctionChecks(CheckerShared):
         """Report a function whose name is taken: by a library function, a declared tool or
         another function (``duplicate-definition``); True when it is."""
         name = fn.name.name
-        if name in GRAMMAR_WORDS:
-            self.report(
-                D.DUPLICATE_DEFINITION,
-                f"`{name}` is a word of the language: `{name}(…)` reads as its construct, so a "
-                "user function of that name could never be called",
-                fn.name.span,
-                hint=f"name it otherwise (`my_{name}`)",
-            )
+        if self.reserved_name(name, fn.name.span, "a function"):
             return True
         if name in FUNCTIONS:
             self.report(
@@ -354,7 +341,8 @@ class UserFunctionChecks(CheckerShared):
             self.scopes, self.current_stage = saved_scopes, saved_stage
             self.current_fn = None
         for pname, var in scope.items():
-            if not var.used and not pname.startswith("_"):
+            if not var.used and not pname.startswith("_") and not is_reserved(pname):
+                # (a refused name is told once, as `reserved-name`)
                 self.report(
                     D.UNUSED_VARIABLE,
                     f"parameter `{pname}` of `{sig.name}` is never used",
