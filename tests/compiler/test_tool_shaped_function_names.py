@@ -46,3 +46,18 @@ def test_a_name_with_a_double_underscore_anywhere_is_refused_with_one_underscore
     [d] = [d for d in api.check(str(path)).diagnostics if d.severity == "error"]
     assert d.code == "duplicate-definition"
     assert d.hint == "name it without `__` (`a_b_c`)"
+
+
+def test_a_refused_tool_shaped_function_called_with_named_arguments_is_one_diagnostic(tmp_path):
+    # the call is the tool's by its form, but the mistake is the function's name: told once,
+    # with no "untyped tool" warning beside it
+    path = tmp_path / "f.flow"
+    path.write_text(TOOL_SHAPED)
+    diags = api.check(str(path)).diagnostics
+    assert [d.code for d in diags] == ["duplicate-definition"]
+
+
+def test_an_undeclared_tool_shaped_call_still_warns_that_it_is_untyped(tmp_path):
+    path = tmp_path / "f.flow"
+    path.write_text('stage a -> json { return user__size(path: "abc") }\n')
+    assert [d.code for d in api.check(str(path)).diagnostics] == ["untyped-tool"]

@@ -19,7 +19,7 @@ def test_a_function_may_not_take_a_word_the_grammar_reads_before_a_paren(word):
     [(code, message, hint)] = _found(
         f"fn {word}(x: int) -> int = x\nstage s -> int {{ return 1 }}\n"
     )
-    assert code == "duplicate-definition"
+    assert code == "reserved-name"
     assert message.startswith(f"`{word}` is a word of the language: `{word}(…)` reads as")
     assert hint is not None and f"`my_{word}`" in hint
 

@@ -97,16 +97,54 @@ def test_a_fn_slip_is_told_in_a_functions_terms_with_its_fix(
     assert_same_as_lalr(text, "f.flow")
 
 
-def test_a_block_body_of_several_statements_gets_the_rule_not_a_copy() -> None:
+_FOLDED = "a function's body is one expression, each `let`'s value written where it is read"
+
+
+def test_a_block_body_of_lets_and_a_return_is_folded_into_the_one_expression() -> None:
     text = "fn f(x: int) -> int {\n  let y = x\n  return y + 1\n}\nstage s -> int { return 1 }\n"
     _, diags = parse_module(text, "f.flow")
     assert [(d.message, d.span.line, d.span.column) for d in diags] == [
         ("a function's body is one expression after `=`, not a block", 1, 21)
     ]
+    assert diags[0].hint == f"write `fn f(x: int) -> int = x + 1`: {_FOLDED}"
+    assert_same_as_lalr(text, "f.flow")
+
+
+@pytest.mark.parametrize(
+    ("body", "folded"),
+    [
+        ("let y = x * 2\n  return y", "x * 2"),
+        ("let y = x * 2\n  let z = y + 1\n  return z * y", "((x * 2) + 1) * (x * 2)"),
+        ("let y: int = x - 1\n  return max(y, 0)", "max((x - 1), 0)"),
+        # a field and an object key of the let's name stay as written
+        ("let y = x + 1\n  return { y: y, n: len(x.y) }", "{ y: (x + 1), n: len(x.y) }"),
+    ],
+)
+def test_a_let_is_written_where_it_is_read_in_the_folded_body(body: str, folded: str) -> None:
+    text = f"fn f(x: int) -> int {{\n  {body}\n}}\n"
+    _, diags = parse_module(text, "f.flow")
+    assert diags[0].hint == f"write `fn f(x: int) -> int = {folded}`: {_FOLDED}"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "if x > 1 { return 1 }\n  return 2",  # a statement that is not a `let`
+        'let y = upper(s)\n  return "${y}!"',  # read inside a string
+        "let y = x // the input\n  return y",  # a comment
+    ],
+)
+def test_a_block_that_cannot_be_folded_gets_what_a_body_may_hold_in_its_names(body: str) -> None:
+    text = f"fn f(x: int, s: text) -> text {{\n  {body}\n}}\n"
+    _, diags = parse_module(text, "f.flow")
     assert diags[0].hint == (
-        "write `fn f(x: int) -> int = …`: one expression (an `if … then … else` or a `match` "
-        "to choose), no `let` or `return`; a computation of several steps is a `stage`"
+        "write the value after `=` as one expression of `x` and `s`: literals, operators, "
+        "`if c then a else b`, `match`, calls of library and user functions; no `let` (write "
+        "its value where it is read), no `return`, no tool call or agent; a computation of "
+        "several steps is a `stage`"
     )
+    assert "…" not in diags[0].hint
+    assert_same_as_lalr(text, "f.flow")
 
 
 def test_a_block_after_equals_gets_the_one_expression_rule_at_its_brace() -> None:
@@ -118,10 +156,7 @@ def test_a_block_after_equals_gets_the_one_expression_rule_at_its_brace() -> Non
     assert [(d.message, d.span.line, d.span.column) for d in diags] == [
         ("a function's body is one expression after `=`, not a block", 1, 26)
     ]
-    assert diags[0].hint == (
-        "write `fn next(x: int) -> int = …`: one expression (an `if … then … else` or a "
-        "`match` to choose), no `let` or `return`; a computation of several steps is a `stage`"
-    )
+    assert diags[0].hint == f"write `fn next(x: int) -> int = x + 1`: {_FOLDED}"
     assert_same_as_lalr(text, "f.flow")
 
 

@@ -157,6 +157,32 @@ def test_a_comma_before_the_first_item_gets_the_repeated_comma_hint(
     assert_same_as_lalr(text, "c.flow")
 
 
+_PARENTHESES = (
+    "parentheses hold one expression, `(a + b)`: remove this comma (`.flow` has no tuples; "
+    "several values are a list, `[1, 2]`, or an object, `{ a: 1, b: 2 }`)"
+)
+
+
+@pytest.mark.parametrize(
+    ("body", "column"),
+    [
+        ("let x = (,1)\n  return x", 12),
+        ("return (,1)", 11),
+        ("return 1 + (,2)", 15),
+        ("return -(,2)", 12),
+        ("return [(,2)]", 12),
+        ("return f(x: (,1))", 16),
+    ],
+)
+def test_a_comma_first_in_parentheses_says_what_parentheses_hold(body: str, column: int) -> None:
+    # on both parsers (`_one` compares the fast path with LALR), as `f(,1)` and `import { , A }`
+    assert _one(body) == ("expected an expression before `,`", 1, column, _PARENTHESES)
+
+
+def test_a_comma_first_in_a_call_after_parentheses_is_still_an_argument_slip() -> None:
+    assert _one("return f(x: 1)(,2)")[0] == "expected an argument before `,`"
+
+
 def test_a_list_before_its_first_comma_gets_the_same_hint_as_a_call() -> None:
     assert _one("return [,1]")[3] == _one("return f(,1)")[3].replace("arguments", "items of a list")
 

@@ -122,7 +122,10 @@ class AgentChecks(CheckerShared):
             sig = self.lookup_tool(callee.name)
             if sig is None and "__" in callee.name:
                 # not while the parse dropped an item: the `extern tool` may be that item
-                if not any(d.code == D.SYNTAX_ERROR for d in self.diags):
+                # nor for a function refused for its tool-shaped name: one mistake, one report
+                if callee.name not in self.error_names and not any(
+                    d.code == D.SYNTAX_ERROR for d in self.diags
+                ):
                     self.report(
                         D.UNTYPED_TOOL,
                         f"`{callee.name}` has no declared signature: its arguments are unchecked "

@@ -122,6 +122,7 @@ class StatementChecks(CheckerShared):
 
     def declare(self, symbol: Symbol, span: Span) -> None:
         scope = self.scopes[-1]
+        refused = symbol.kind != "index" and self.reserved_name(symbol.name, span, "a variable")
         prev = scope.get(symbol.name)
         if prev is not None and symbol.kind == "let" and prev.symbol.kind == "let":
             self.report(
@@ -131,7 +132,8 @@ class StatementChecks(CheckerShared):
                 notes=[Note("first defined here", prev.span)],
             )
             prev.used = True
-        scope[symbol.name] = Var(symbol, span)
+        # a refused name is told once: never also "unused" (no read of it could reach it)
+        scope[symbol.name] = Var(symbol, span, used=refused)
 
     def stmts(self, stmts: list[ast.Stmt], frame: Frame, *, top: bool) -> bool:
         depth = len(self.narrows)
@@ -307,7 +309,7 @@ class StatementChecks(CheckerShared):
                 hint="a stage sees only the stages declared before it; move it earlier",
             )
             return ERROR
-        if e.name in self.error_names:
+        if e.name in self.error_names or self.function_as_value(e):
             return ERROR
         literal = _FOREIGN_LITERALS.get(e.name.lower())
         hint = (

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentflow.compiler.check_types import written_type
-from agentflow.compiler.checker_shared import CheckerShared, Var
+from agentflow.compiler.checker_shared import GRAMMAR_WORDS, CheckerShared, Var, is_reserved
 from agentflow.compiler.symbols import Symbol, suggest
 from agentflow.compiler.types import (
     ERROR,
@@ -39,8 +39,8 @@ from agentflow.compiler.types import (
 from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Note
 from agentflow.core.functions import FUNCTIONS
-from agentflow.core.vocabulary import EXPRESSION_WORDS, RESERVED_WORDS
 from agentflow.grammar import ast
+from agentflow.grammar.syntax_errors import OPERATOR_HINTS
 
 __all__ = ["FnSig", "GRAMMAR_WORDS", "UserFunctionChecks", "IMPURE_NODES"]
 
@@ -89,12 +89,6 @@ IMPURE_NODES: dict[type, str] = {
 }
 
 
-#: The words a call ``word(…)`` cannot be written with, because the grammar reads ``word``
-#: as its construct there (``map xs as x { … }``, ``ask …``: docs/reference/programs.md "User
-#: functions"): a function of that name could never be called.
-GRAMMAR_WORDS: frozenset[str] = frozenset(EXPRESSION_WORDS) - RESERVED_WORDS - set(FUNCTIONS)
-
-
 class UserFunctionChecks(CheckerShared):
     """The phases and the typing rule of user functions (see the module docstring)."""
 
@@ -134,6 +128,7 @@ class UserFunctionChecks(CheckerShared):
                         hint=f"give each parameter of `{name}` its own name",
                     )
                 seen[pname] = p
+                self.reserved_name(pname, p.name.span, "a parameter")
                 if p.omittable:
                     self.report(
                         D.UNSUPPORTED_CONSTRUCT,
@@ -161,14 +156,7 @@ class UserFunctionChecks(CheckerShared):
         """Report a function whose name is taken: by a library function, a declared tool or
         another function (``duplicate-definition``); True when it is."""
         name = fn.name.name
-        if name in GRAMMAR_WORDS:
-            self.report(
-                D.DUPLICATE_DEFINITION,
-                f"`{name}` is a word of the language: `{name}(…)` reads as its construct, so a "
-                "user function of that name could never be called",
-                fn.name.span,
-                hint=f"name it otherwise (`my_{name}`)",
-            )
+        if self.reserved_name(name, fn.name.span, "a function"):
             return True
         if name in FUNCTIONS:
             self.report(
@@ -183,6 +171,8 @@ class UserFunctionChecks(CheckerShared):
             # `server__tool` is how a call names a catalog tool: `f(x)` would call the function
             # and `f(x: 1)` the tool (docs/decisions.md "A function's name is never a tool's")
             server, _, tool = name.partition("__")
+            # its calls with named arguments are not told again as an untyped tool's
+            self.error_names.add(name)
             self.report(
                 D.DUPLICATE_DEFINITION,
                 f"`{name}` has the shape of a tool's name (`server__tool`): a user function "
@@ -351,7 +341,8 @@ class UserFunctionChecks(CheckerShared):
             self.scopes, self.current_stage = saved_scopes, saved_stage
             self.current_fn = None
         for pname, var in scope.items():
-            if not var.used and not pname.startswith("_"):
+            if not var.used and not pname.startswith("_") and not is_reserved(pname):
+                # (a refused name is told once, as `reserved-name`)
                 self.report(
                     D.UNUSED_VARIABLE,
                     f"parameter `{pname}` of `{sig.name}` is never used",
@@ -547,6 +538,38 @@ class UserFunctionChecks(CheckerShared):
     def user_function_hint(self, name: str) -> str | None:
         """ "did you mean `rank`?" for a name close to a user function's, else None."""
         return suggest(name, list(self.user_fns)) if getattr(self, "user_fns", None) else None
+
+    def function_as_value(self, e: ast.Name) -> bool:
+        """Report ``function-as-value`` for a user or library function named without its call
+        (``let f = rank``, ``g(rank)``; docs/reference/programs.md "User functions"): `.flow`
+        has no function values, a function is called where its value is used. The note gives
+        its signature, the hint the call in its parameters' names. True when reported."""
+        user: FnSig | None = (getattr(self, "user_fns", None) or {}).get(e.name)
+        if user is not None:
+            signature, at = user.signature, user.decl.name.span
+            params = [name for name, _ in user.params]
+        elif (
+            e.name in FUNCTIONS
+            and e.name not in OPERATOR_HINTS
+            and not suggest(e.name, self.visible_names())
+        ):
+            # (a name close to a variable's, `lines` for `line`, is told as a misspelling, and
+            # `a matches b` as the operator of other languages it is)
+            spec = FUNCTIONS[e.name]
+            signature, at = spec.signature, None
+            params = [p.name for p in spec.params if not p.omittable]
+        else:
+            return False
+        call = f"{e.name}({', '.join(params) or '…'})"
+        self.report(
+            D.FUNCTION_AS_VALUE,
+            f"`{e.name}` is a function: it is called, not used as a value",
+            e.span,
+            notes=[Note(f"`{signature}`", at)],
+            hint=f"call it with its arguments, `{call}`: a function is not a value that can be "
+            "stored or passed on; pass its result, or the values it needs",
+        )
+        return True
 
 
 def _count(n: int) -> str:

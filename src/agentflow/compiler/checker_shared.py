@@ -19,8 +19,23 @@ from agentflow.compiler.symbols import Symbol, ToolSig
 from agentflow.compiler.types import ObjectType, Type, TypeEnv
 from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Diagnostic, Note
+from agentflow.core.functions import FUNCTIONS
 from agentflow.core.spans import Span
+from agentflow.core.vocabulary import EXPRESSION_WORDS, RESERVED_WORDS
 from agentflow.grammar import ast
+
+#: The words a call ``word(…)`` cannot be written with, because the grammar reads ``word``
+#: as its construct there (``map xs as x { … }``, ``ask …``: docs/reference/programs.md "User
+#: functions"): a function of that name could never be called, nor a variable of that name
+#: read (docs/reference/lexical.md "Keywords").
+GRAMMAR_WORDS: frozenset[str] = frozenset(EXPRESSION_WORDS) - RESERVED_WORDS - set(FUNCTIONS)
+
+
+def is_reserved(name: str) -> bool:
+    """Whether ``name`` cannot be a variable's, a parameter's or a function's: a reserved
+    word, or a word the grammar reads as its construct where a value is read."""
+    return name in RESERVED_WORDS or name in GRAMMAR_WORDS
+
 
 #: what a condition tells of names and field paths in one branch (check_narrowing): the path
 #: (``("input", "pet")``) → (the symbol of its first name, its narrowed type)
@@ -117,6 +132,35 @@ class CheckerShared:
     use_syms: dict[str, Symbol]
     uses: dict[str, ast.UseDecl]
 
+    def reserved_name(self, name: str, span: Span, what: str) -> bool:
+        """Report ``reserved-name`` when ``name``, bound as ``what`` (``a variable``, ``a
+        parameter``, ``a function``), is a reserved word or a word the grammar reads as its
+        construct where a value is read (:data:`GRAMMAR_WORDS`: ``parallel``, ``map`` …), so
+        that a use of it could never reach the binding (docs/reference/lexical.md "Keywords").
+        True when reported."""
+        if not is_reserved(name):
+            return False
+        if name in RESERVED_WORDS:
+            why = "a reserved word, never a name"
+        elif what == "a function":
+            why = (
+                f"a word of the language: `{name}(…)` reads as its construct, so a function of "
+                "that name could never be called"
+            )
+        else:
+            why = (
+                f"a word of the language: where a value is read, `{name}` starts its construct, "
+                f"so {what} of that name could never be read"
+            )
+        self.report(
+            D.RESERVED_NAME,
+            f"`{name}` is {why}",
+            span,
+            hint=f"name it otherwise (`my_{name}`); a word of the language is still fine as a "
+            f"field or key (`x.{name}`, `{{ {name}: 1 }}`)",
+        )
+        return True
+
     def report(
         self,
         code: str,
@@ -204,6 +248,12 @@ class CheckerShared:
         raise NotImplementedError
 
     def user_function_hint(self, name: str) -> str | None:
+        raise NotImplementedError
+
+    def function_as_value(self, e: ast.Name) -> bool:
+        raise NotImplementedError
+
+    def visible_names(self) -> set[str]:
         raise NotImplementedError
 
     def user_function_misuse(self, e: ast.Call) -> bool:

@@ -519,14 +519,39 @@ def _unknown(
     name = ident.name
     file = decl.path
     if item is not None:  # imported there from a third file
-        there = f" (where it is `{item.name.name}`)" if item.name.name != name else ""
+        # a renaming is that file's own: asked for by its name there, the type is imported
+        # from its file under its own name and renamed here (docs/reference/programs.md
+        # "Renaming an import")
+        declared_as = item.name.name
+        source = _relative(item.span.file, decl.span.file)
+        there = f" (where it is `{declared_as}`)" if declared_as != name else ""
+        written = f"{declared_as} as {name}" if declared_as != name else name
         return Diagnostic(
             D.UNKNOWN_IMPORT,
-            f"`{name}` is not declared in `{file}`, which imports it from `{item.span.file}`"
-            + there,
+            f"`{name}` is not declared in `{file}`, which imports it from `{source}`" + there,
             ident.span,
             notes=[Note("declared here", item.name.span)],
-            hint=f"import it from the file that declares it: `{item.span.file}`",
+            hint="import it from the file that declares it: "
+            f'`import {{ {written} }} from "{source}"`',
+        )
+    renamed = next(
+        (
+            (local, i)
+            for local, i in checked.type_decls.items()
+            if i.name.name == name and local != name and i.span.file != checked.module.file
+        ),
+        None,
+    )
+    if renamed is not None:  # imported there under another name: `import { T as U }`
+        local, i = renamed
+        source = _relative(i.span.file, decl.span.file)
+        return Diagnostic(
+            D.UNKNOWN_IMPORT,
+            f"`{name}` is not declared in `{file}`, which imports it from `{source}` as "
+            f"`{local}`: a file offers only what it declares, and a renaming is its own",
+            ident.span,
+            notes=[Note("declared here", i.name.span)],
+            hint=f'import it from the file that declares it: `import {{ {name} }} from "{source}"`',
         )
     for stage in checked.stages:
         if stage.name.name == name:

@@ -69,6 +69,14 @@ FORWARD_STAGE_REFERENCE = _register(
     "forward-stage-reference", "error", "a stage used before the stage that defines it"
 )
 NOT_CALLABLE = _register("not-callable", "error", "a call of something that is not a tool")
+RESERVED_NAME = _register(
+    "reserved-name",
+    "error",
+    "a variable, parameter or function named with a word the grammar reads as its keyword",
+)
+FUNCTION_AS_VALUE = _register(
+    "function-as-value", "error", "a function named without its call (`let f = upper`)"
+)
 INVALID_VALUE = _register("invalid-value", "error", "a value out of its allowed range")
 INVALID_CONSTRAINT = _register(
     "invalid-constraint", "error", "a constraint on a type it does not apply to"

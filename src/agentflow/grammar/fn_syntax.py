@@ -88,18 +88,107 @@ def _text(sc: Scanner, start: int, end: int) -> str:
 def _block_body(sc: Scanner, brace: Tok) -> str | None:
     """The text inside the ``{ … }`` that starts at ``brace`` when it is one expression on one
     line (a leading ``return`` dropped), else None."""
+    text = _block_text(sc, brace)
+    if text is None:
+        return None
+    body = _RETURN.sub("", text.strip())
+    if not body or "\n" in body or len(body) > _BODY_MAX or body.startswith("let "):
+        return None
+    return body
+
+
+#: one statement of a block body the hint can fold into one expression
+_LET = re.compile(r"^let\s+([A-Za-z_][A-Za-z0-9_]*)\s*(?::[^=]+)?=\s*(.+)$")
+#: a string literal (its `${…}` included) and a name, as the folding reads an expression
+_STRING_OR_NAME = re.compile(r'"(?:\\.|[^"\\])*"|[A-Za-z_][A-Za-z0-9_]*')
+#: an expression that needs no parentheses where a name stood
+_ATOM = re.compile(r'^(?:[A-Za-z_][A-Za-z0-9_.]*|[0-9][0-9_.]*|"(?:\\.|[^"\\])*")$')
+
+
+def _block_text(sc: Scanner, brace: Tok) -> str | None:
+    """The text inside the ``{ … }`` that starts at ``brace``, or None when it is not closed."""
     k = brace.end - sc.ob
     depth, j = 1, k
     while j < len(sc.text) and depth:
         ch = sc.text[j]
         depth += (ch == "{") - (ch == "}")
         j += 1
-    if depth:
+    return None if depth else sc.text[k : j - 1]
+
+
+def _substitute(expr: str, name: str, value: str) -> str | None:
+    """``expr`` with each read of the variable ``name`` replaced by ``value`` (parenthesized
+    unless an atom); None when ``name`` occurs inside a string (an interpolation the fold
+    would have to rewrite)."""
+    out: list[str] = []
+    at = 0
+    wrapped = value if _ATOM.match(value) else f"({value})"
+    for m in _STRING_OR_NAME.finditer(expr):
+        word = m.group(0)
+        if word.startswith('"'):
+            if re.search(rf"\b{re.escape(name)}\b", word):
+                return None
+            continue
+        before = expr[: m.start()].rstrip()
+        after = expr[m.end() :].lstrip()
+        if word != name or before.endswith(".") or (after.startswith(":")):
+            continue  # a field (`t.y`), an object key (`{ y: 1 }`), another name
+        out.append(expr[at : m.start()])
+        out.append(value if expr.strip() == name else wrapped)
+        at = m.end()
+    out.append(expr[at:])
+    return "".join(out)
+
+
+def _folded(block: str) -> str | None:
+    """A block body of ``let``s and a final ``return``, one statement a line, as the one
+    expression it computes (each ``let``'s value written where it is read): ``let y = x * 2``
+    then ``return y + 1`` is ``(x * 2) + 1``. None for any other block (an ``if``, a comment,
+    a statement over several lines) or a result longer than the hint shows."""
+    lines = [ln.strip() for ln in block.strip().split("\n") if ln.strip()]
+    if len(lines) < 2 or any("//" in ln for ln in lines):
         return None
-    body = _RETURN.sub("", sc.text[k : j - 1].strip())
-    if not body or "\n" in body or len(body) > _BODY_MAX or body.startswith("let "):
+    ret = _RETURN.match(lines[-1])
+    if ret is None:
         return None
-    return body
+    lets: list[tuple[str, str]] = []
+    for ln in lines[:-1]:
+        m = _LET.match(ln)
+        if m is None:
+            return None
+        lets.append((m.group(1), m.group(2).strip()))
+    result = lines[-1][ret.end() :].strip()
+    for i in range(len(lets) - 1, -1, -1):
+        name, value = lets[i]
+        folded = _substitute(result, name, value)
+        if folded is None:
+            return None
+        result = folded
+    return result if result and len(result) <= _BODY_MAX else None
+
+
+def _block_hint(head: str, block: str | None) -> str:
+    """The hint for a block body that is not one expression: the declaration with the block
+    folded into one expression when it can be, else what a function's body may hold, in the
+    names of the declaration ``head`` (``fn f(x: int) -> int``)."""
+    folded = _folded(block) if block is not None else None
+    if folded is not None:
+        return (
+            f"write `{head} = {folded}`: a function's body is one expression, each `let`'s "
+            "value written where it is read"
+        )
+    params = re.findall(r"[(,]\s*([A-Za-z_][A-Za-z0-9_]*)\s*\??\s*:", head)
+    of = f" of {_listing([f'`{p}`' for p in params])}" if params else ""
+    return (
+        f"write the value after `=` as one expression{of}: literals, operators, "
+        "`if c then a else b`, `match`, calls of library and user functions; no `let` (write "
+        "its value where it is read), no `return`, no tool call or agent; a computation of "
+        "several steps is a `stage`"
+    )
+
+
+def _listing(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
 def _line_from(sc: Scanner, start: int) -> str:
@@ -159,13 +248,7 @@ def _after_equals(
     return (
         "a function's body is one expression after `=`, not a block",
         brace.span,
-        f"write `{head} = {block or '…'}`"
-        + (
-            ""
-            if block
-            else ": one expression (an `if … then … else` or a `match` to choose), "
-            "no `let` or `return`; a computation of several steps is a `stage`"
-        ),
+        f"write `{head} = {block}`" if block else _block_hint(head, _block_text(sc, brace)),
     )
 
 
@@ -204,17 +287,10 @@ def fn_error(
     if tok.type == "LBRACE" and "EQUALS" in expected:
         # `fn f(x: int) -> int { x + 1 }`: a block, as stages have
         body = _block_body(sc, tok)
-        fix = f"{head} = {body or '…'}"
         return (
             "a function's body is one expression after `=`, not a block",
             tok.span,
-            f"write `{fix}`"
-            + (
-                ""
-                if body
-                else ": one expression (an `if … then … else` or a `match` to choose), "
-                "no `let` or `return`; a computation of several steps is a `stage`"
-            ),
+            f"write `{head} = {body}`" if body else _block_hint(head, _block_text(sc, tok)),
         )
     if "ARROW" in expected and tok.type in ("LBRACE", "EQUALS"):
         # `fn f(x: int) = x + 1`, `fn f(x: int) { … }`: the result type is declared

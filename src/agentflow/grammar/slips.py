@@ -3,7 +3,8 @@ the grammar (the parser read the text as something else): a ``parallel map`` wit
 before ``map``, a ``parallel`` branch without its name (docs/reference/control.md), the
 patterns of a ``match`` (no arm, a pattern that is not a literal, ``||`` or ``|,``, arms
 without commas; docs/reference/expressions.md "match"), and a comma before the first item of an
-``import`` or a call's arguments or a function's parameters. Each gives the message, the span
+``import`` or a call's arguments or a function's parameters, and a reserved word where a name
+is bound (``let if = 1``). Each gives the message, the span
 of the token the slip is at and a hint with the fix."""
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import re
 from typing import Any
 
 from agentflow.core.spans import Span
+from agentflow.core.vocabulary import RESERVED_WORDS
+from agentflow.grammar import ast
 from agentflow.grammar.scanner import Scanner, Tok
 
 __all__ = ["slip_error"]
@@ -160,24 +163,51 @@ def _parallel_slip(tok: Tok, expected: set[str], values: list[Any], sc: Scanner)
 
 def _leading_comma(tok: Tok, values: list[Any]) -> Slip | None:
     """``import { , A }``, ``f(,1)``, ``fn f(, x: int)``: a comma before the first item, with
-    the hint a list's ``[,1]`` gets."""
+    the hint a list's ``[,1]`` gets; ``(,1)``, a comma first in parentheses around an
+    expression, with what parentheses hold."""
     if tok.type != "COMMA" or len(values) < 2:
         return None
     last, before = _type(values[-1]), values[-2]
     what: tuple[str, str] | None = None
     if last == "LBRACE" and _type(before) == "IMPORT":
         what = ("a name", "imported names")
-    elif last in ("LPAR", "LPAR_NL") and not isinstance(before, Tok):
-        what = ("an argument", "arguments")
+    elif last in ("LPAR", "LPAR_NL") and isinstance(before, ast.Expr):
+        what = ("an argument", "arguments")  # the callee before `(`
     elif last == "LPAR" and _type(before) == "NAME" and len(values) >= 3:
         if _type(values[-3]) == "FN" or (_type(values[-3]) == "TOOL"):
             what = ("a parameter", "parameters")
+    elif last in ("LPAR", "LPAR_NL") and _type(before) != "NAME":
+        # `let x = (,1)`: parentheses around an expression, after an operator or a keyword
+        return (
+            "expected an expression before `,`",
+            tok.span,
+            "parentheses hold one expression, `(a + b)`: remove this comma (`.flow` has no "
+            "tuples; several values are a list, `[1, 2]`, or an object, `{ a: 1, b: 2 }`)",
+        )
     if what is None:
         return None
     return (
         f"expected {what[0]} before `,`",
         tok.span,
         f"one comma separates two {what[1]}: remove this one",
+    )
+
+
+def _reserved_as_name(tok: Tok, expected: set[str], values: list[Any]) -> Slip | None:
+    """``let if = 1``, ``fn in(x: int)``, ``map xs as not { … }``: a reserved word where a name
+    is bound, told as the checker's ``reserved-name`` tells a contextual keyword there (the same
+    message and hint; still a ``syntax-error``: the parser reads the word as its keyword)."""
+    if tok.value not in RESERVED_WORDS or "NAME" not in expected or not values:
+        return None
+    last = _type(values[-1])
+    after_as = last == "COMMA" and len(values) >= 3 and _type(values[-3]) == "AS"
+    if last not in ("LET", "FN", "AS") and not after_as:
+        return None
+    return (
+        f"`{tok.value}` is a reserved word, never a name",
+        tok.span,
+        f"name it otherwise (`my_{tok.value}`); a word of the language is still fine as a "
+        f"field or key (`x.{tok.value}`, `{{ {tok.value}: 1 }}`)",
     )
 
 
@@ -191,7 +221,8 @@ def slip_error(
         return None
     vals = values or []
     return (
-        _leading_comma(tok, vals)
+        _reserved_as_name(tok, expected, vals)
+        or _leading_comma(tok, vals)
         or _parallel_slip(tok, expected, vals, sc)
         or _pattern_slip(tok, expected, vals, found)
         or _arms_without_comma(tok, expected, vals, sc)
