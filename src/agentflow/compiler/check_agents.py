@@ -15,7 +15,7 @@ from typing import Any
 
 from agentflow.compiler.check_expressions import LENGTH_HINTS, literal_const, what_is
 from agentflow.compiler.checker_shared import CheckerShared
-from agentflow.compiler.symbols import Symbol, ToolSig, suggest
+from agentflow.compiler.symbols import Symbol, ToolSig, suggest, suggest_alias
 from agentflow.compiler.types import (
     BOOL,
     DURATION,
@@ -575,7 +575,7 @@ class AgentChecks(CheckerShared):
                     D.UNKNOWN_NAME,
                     f"unknown agent `{target.name}`",
                     target.span,
-                    hint=suggest(target.name, list(self.use_syms))
+                    hint=suggest_alias(target.name, list(self.use_syms))
                     or f'declare it: `use agent "{target.name}" as {target.name}`',
                 )
                 return

@@ -29,7 +29,7 @@ from agentflow.compiler.check_types import object_tags
 from agentflow.compiler.checker_shared import CheckerShared, Var
 from agentflow.compiler.lower_match import decides
 from agentflow.compiler.lower_parallel import effectful
-from agentflow.compiler.symbols import Symbol
+from agentflow.compiler.symbols import Symbol, suggest_alias
 from agentflow.compiler.types import (
     BOOL,
     DURATION,
@@ -643,12 +643,13 @@ def _check_stub(
     if stub.kind == "agent":
         targets = [c for c in calls if c.alias == name]
         if not targets:
-            known = sorted({c.alias for c in calls if c.alias})
+            # the aliases declared and called (an `agent(wri)` of no alias is reported there)
+            known = sorted({c.alias for c in calls if c.alias in checker.uses})
             _unknown_target(
                 checker,
                 f"no agent call of this flow uses the alias `{name}`",
                 stub.target.span,
-                hint=did_you_mean(name, known)
+                hint=suggest_alias(name, known or checker.uses)
                 or (f"agent aliases called: {', '.join(known)}" if known else None),
             )
             return
