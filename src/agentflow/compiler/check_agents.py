@@ -38,6 +38,7 @@ from agentflow.compiler.types import (
     make_union,
     schema_problem,
     type_str,
+    type_words,
 )
 from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Note
@@ -703,7 +704,7 @@ class AgentChecks(CheckerShared):
                     if not isinstance(r, (ObjectType, MapType)) and t != JSON:
                         self.report(
                             D.TYPE_MISMATCH,
-                            f"`input` must be an object, found `{type_str(t)}`",
+                            f"`input` must be an object, found {type_words(t)}",
                             v.span,
                         )
         elif kind == "tools":
@@ -732,7 +733,7 @@ class AgentChecks(CheckerShared):
             if not isinstance(t, ErrorType) and not assignable(t, ListType(PATH), self.env):
                 self.report(
                     D.WRITE_NOT_PATH_ARRAY,
-                    f"`write` must be `path[]`, found `{type_str(t)}`",
+                    f"`write` must be `path[]`, found {type_words(t)}",
                     v.span,
                     hint='give a `path[]` field, or a list of paths such as `[input.dir, "notes.md"]`',
                 )

@@ -51,6 +51,7 @@ from agentflow.compiler.types import (
     make_union,
     strip_optional,
     type_str,
+    type_words,
     widen,
 )
 from agentflow.core import diagnostics as D
@@ -315,7 +316,7 @@ class FunctionChecks(CheckerShared):
         got: Type | None,
         hint: str | None = None,
     ) -> None:
-        found = f", found `{type_str(widen(got))}`" if got is not None else ""
+        found = f", found {type_words(widen(got))}" if got is not None else ""
         self.report(
             D.TYPE_MISMATCH,
             f"argument of `{e.name}`: {what}{found}",

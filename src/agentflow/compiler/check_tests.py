@@ -53,6 +53,7 @@ from agentflow.compiler.types import (
     make_union,
     strip_optional,
     type_str,
+    type_words,
 )
 from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Note, did_you_mean
@@ -188,7 +189,7 @@ def _fits(
     if not found:
         found = [
             D.Diagnostic(
-                D.TYPE_MISMATCH, f"expected `{type_str(want)}`, found `{type_str(got)}`", value.span
+                D.TYPE_MISMATCH, f"expected `{type_str(want)}`, found {type_words(got)}", value.span
             )
         ]
     first, rest = found[0], found[1:]
