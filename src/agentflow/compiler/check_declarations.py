@@ -162,6 +162,7 @@ class DeclarationChecks(CheckerShared):
                             f"a type has one name in a file: remove this one and write "
                             f"`{first_ident.name}` where you meant `{name}`"
                         )
+                        self.error_names.add(name)  # its uses: no `unknown-type` besides this
                     self.report(
                         D.DUPLICATE_DEFINITION,
                         message,

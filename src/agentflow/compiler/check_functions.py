@@ -193,6 +193,12 @@ class FunctionChecks(CheckerShared):
 
     # -- library calls --------------------------------------------------------------------
     def visit_FuncCall(self, e: ast.FuncCall, hint: Type | None) -> Type:
+        if e.name in self.library_names_refused:
+            # `fn len(…)` was refused for taking a library name (`duplicate-definition`): its
+            # calls meant that function, not the library's — one mistake, one diagnostic
+            for a in e.args:
+                self.infer(a)
+            return ERROR
         spec = FUNCTIONS[e.name]
         bounds, ptypes, returns = signature_types(e.name)
         if not spec.min_args <= len(e.args) <= spec.max_args:

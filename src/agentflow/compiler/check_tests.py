@@ -21,7 +21,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from agentflow.compiler.check_errors import agent_error_codes
 from agentflow.compiler.check_expressions import literal_const
@@ -510,6 +510,11 @@ def _check_items(
     for stub in stubbed.values():
         _check_stub(checker, stub, calls, case, staged)
     names = test_scope_names(checker)
+    # `calls.T` of a stubbed tool reported unknown above: not a second diagnostic of it
+    unknown = [s.target.name for s in stubbed.values() if s.kind == "tool"]
+    calls_t = cast(ObjectType, names["calls"])
+    fields = {n: Field(ERROR) for n in unknown if n not in calls_t.fields}
+    names["calls"] = ObjectType({**calls_t.fields, **fields}, None) if fields else calls_t
     scope = {name: _var(checker, name, t, test.span) for name, t in names.items()}
     for exp in test.expects:
         if exp.cond is not None and _expects_failure_by_name(checker, exp.cond):
@@ -621,7 +626,8 @@ def _check_stub(
                 checker,
                 f"`{name}` is not a tool of this flow",
                 stub.target.span,
-                hint=did_you_mean(name, list(checker.tool_decls)),
+                hint=did_you_mean(name, list(checker.tool_decls))
+                or f"declare it: `extern tool {name}(…) -> …` (docs/reference/tools.md)",
             )
             return
         for fails in _failures(stub):
