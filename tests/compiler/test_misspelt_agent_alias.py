@@ -68,3 +68,12 @@ def test_the_did_you_mean_of_a_misspelt_alias_is_a_quick_fix() -> None:
     (fix,) = a.fixes(d)
     [(start, end, new)] = fix.edits
     assert (text[start:end], new) == ("wri", "writer")
+
+
+def test_the_alias_a_misspelt_call_meant_is_not_also_unused() -> None:
+    unused = [
+        d.message.split("`")[1]
+        for d in check_source(_FLOW, "a.flow").diagnostics
+        if d.code == "unused-alias"
+    ]
+    assert unused == ["critic"]

@@ -418,6 +418,14 @@ class DeclarationChecks(CheckerShared):
         ):
             return
         used = {sym.name for sym in self.refs.values() if sym.kind == "use"}
+        # an alias an `unknown agent` was told it meant (`agent(wri)`: "did you mean `writer`?")
+        used |= {
+            (d.hint or "").split("`")[1]
+            for d in self.diags
+            if d.code == D.UNKNOWN_NAME
+            and d.message.startswith("unknown agent")
+            and (d.hint or "").startswith("did you mean `")
+        }
         for alias, item in self.uses.items():
             if alias in used or alias.startswith("_"):
                 continue
