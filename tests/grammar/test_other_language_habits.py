@@ -78,6 +78,14 @@ CASES = {
         _stage("  let o = { a: 1 }\n  return { ...o, b: 2 }"),
         "there is no spread (`...`) in `.flow`: `merge(o, { b: 2 })` gives the object `o`",
     ),
+    "spread after fields": (
+        _stage("  let o = { a: 1 }\n  return { c: 3, ...o }"),
+        "there is no spread (`...`) in `.flow`: `merge({ c: 3 }, o)`",
+    ),
+    "list spread": (
+        _stage("  return [...input.xs, 1]"),
+        "there is no spread (`...`) in `.flow`: `xs + [1]` joins two lists",
+    ),
     "stage parameters": (
         f"{_HEAD}stage s(): int {{\n  return 1\n}}\n",
         "a stage takes no parameters (it reads `input` and the stages before it by name) and "

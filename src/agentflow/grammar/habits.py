@@ -32,7 +32,7 @@ _DECLARATIONS = {
     "(checked exhaustive by `match`)",
 }
 
-_SPREAD = re.compile(r"\.\.\.\s*([\w.]{1,40})\s*,\s*([^{}\n]{1,60}?)\s*\}")
+_SPREAD = re.compile(r"\.\.\.\s*([\w.]{1,40})\s*(?:,\s*([^{}\n]{1,60}?))?\s*\}")
 _STAGE_TYPE = re.compile(r"\(\s*\)\s*(?::|->)\s*([^{}\n]{1,40}?)\s*\{")
 _IF_BLOCKS = re.compile(r"\{\s*([^{}\n]{1,40}?)\s*\}\s*else\s*\{\s*([^{}\n]{1,40}?)\s*\}")
 _COMPREHENSION = re.compile(
@@ -78,6 +78,25 @@ def _comprehension(sc: Scanner, tok: Tok) -> str:
     return head + f"write `map {xs} as {x} {{ {value} }}`"
 
 
+def _spread(sc: Scanner, tok: Tok) -> str:
+    """``{ ...o, b: 2 }`` → ``merge(o, { b: 2 })``; ``[...xs, 1]`` → ``xs + [1]``."""
+    head = "there is no spread (`...`) in `.flow`: "
+    opener = sc.stack[-1].value if sc.stack else "{"
+    if opener == "[":
+        return head + "`xs + [1]` joins two lists (`+` concatenates them)"
+    k = tok.start - sc.ob
+    m = _SPREAD.match(sc.text, k)
+    before = sc.text[sc.text.rfind("{", 0, k) + 1 : k].strip().rstrip(",").strip()
+    o = m.group(1) if m else "o"
+    rest = m.group(2) if m else None
+    if before and not rest:  # `{ c: 3, ...o }`: the fields of `o` win
+        return head + f'`merge({{ {before} }}, {o})` (docs/reference/functions.md "merge")'
+    return (
+        head + f"`merge({o}, {{ {rest or 'b: 2'} }})` gives the object `{o}` with the fields "
+        'of the second set (docs/reference/functions.md "merge")'
+    )
+
+
 def habit_hint(tok: Any, expected: set[str], values: list[Any] | None, sc: Scanner) -> str | None:
     """The hint for a habit of another language at ``tok`` (the parser could take only the
     terminals ``expected``; ``values`` is the driver's value stack), or None."""
@@ -115,13 +134,8 @@ def habit_hint(tok: Any, expected: set[str], values: list[Any] | None, sc: Scann
             f"there is no `{str(tok.value) * 2}`: a `let` is bound once; name the next value "
             f"(`let {x}2 = {x} {tok.value} 1`), or count with `reduce` or `loop`"
         )
-    if typ == "DOTDOT" and sc.text.startswith("...", tok.start - sc.ob) and _type(prev) == "LBRACE":
-        m = _SPREAD.match(sc.text, tok.start - sc.ob)
-        o, rest = (m.group(1), m.group(2).strip()) if m else ("o", "b: 2")
-        return (
-            f"there is no spread (`...`) in `.flow`: `merge({o}, {{ {rest} }})` gives the object "
-            f'`{o}` with the fields of the second set (docs/reference/functions.md "merge")'
-        )
+    if typ == "DOTDOT" and sc.text.startswith("...", tok.start - sc.ob):
+        return _spread(sc, tok)
     if tok.bol and word is not None and "STAGE" in expected:
         if word in _DECLARATIONS:
             return _DECLARATIONS[word]
