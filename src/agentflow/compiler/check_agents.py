@@ -15,7 +15,7 @@ from typing import Any
 
 from agentflow.compiler.check_expressions import LENGTH_HINTS, literal_const, what_is
 from agentflow.compiler.checker_shared import CheckerShared
-from agentflow.compiler.symbols import Symbol, ToolSig, suggest
+from agentflow.compiler.symbols import Symbol, ToolSig, suggest, suggest_alias
 from agentflow.compiler.types import (
     BOOL,
     DURATION,
@@ -38,6 +38,7 @@ from agentflow.compiler.types import (
     make_union,
     schema_problem,
     type_str,
+    type_words,
 )
 from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Note
@@ -578,7 +579,7 @@ class AgentChecks(CheckerShared):
                     D.UNKNOWN_NAME,
                     f"unknown agent `{target.name}`",
                     target.span,
-                    hint=suggest(target.name, list(self.use_syms))
+                    hint=suggest_alias(target.name, list(self.use_syms))
                     or f'declare it: `use agent "{target.name}" as {target.name}`',
                 )
                 return
@@ -706,7 +707,7 @@ class AgentChecks(CheckerShared):
                     if not isinstance(r, (ObjectType, MapType)) and t != JSON:
                         self.report(
                             D.TYPE_MISMATCH,
-                            f"`input` must be an object, found `{type_str(t)}`",
+                            f"`input` must be an object, found {type_words(t)}",
                             v.span,
                         )
         elif kind == "tools":
@@ -735,7 +736,7 @@ class AgentChecks(CheckerShared):
             if not isinstance(t, ErrorType) and not assignable(t, ListType(PATH), self.env):
                 self.report(
                     D.WRITE_NOT_PATH_ARRAY,
-                    f"`write` must be `path[]`, found `{type_str(t)}`",
+                    f"`write` must be `path[]`, found {type_words(t)}",
                     v.span,
                     hint='give a `path[]` field, or a list of paths such as `[input.dir, "notes.md"]`',
                 )

@@ -162,6 +162,7 @@ class DeclarationChecks(CheckerShared):
                             f"a type has one name in a file: remove this one and write "
                             f"`{first_ident.name}` where you meant `{name}`"
                         )
+                        self.error_names.add(name)  # its uses: no `unknown-type` besides this
                     self.report(
                         D.DUPLICATE_DEFINITION,
                         message,
@@ -417,6 +418,14 @@ class DeclarationChecks(CheckerShared):
         ):
             return
         used = {sym.name for sym in self.refs.values() if sym.kind == "use"}
+        # an alias an `unknown agent` was told it meant (`agent(wri)`: "did you mean `writer`?")
+        used |= {
+            (d.hint or "").split("`")[1]
+            for d in self.diags
+            if d.code == D.UNKNOWN_NAME
+            and d.message.startswith("unknown agent")
+            and (d.hint or "").startswith("did you mean `")
+        }
         for alias, item in self.uses.items():
             if alias in used or alias.startswith("_"):
                 continue

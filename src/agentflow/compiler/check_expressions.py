@@ -55,6 +55,7 @@ from agentflow.compiler.types import (
     overlaps,
     strip_optional,
     type_str,
+    type_words,
     widen,
 )
 from agentflow.core import diagnostics as D
@@ -288,7 +289,7 @@ class ExpressionChecks(CheckerShared):
             if not is_numeric(t, self.env) and not isinstance(t, ErrorType) and t != JSON:
                 self.report(
                     D.TYPE_MISMATCH,
-                    f"a range bound must be a number, found `{type_str(t)}`",
+                    f"a range bound must be a number, found {type_words(t)}",
                     side.span,
                 )
                 bad = True
@@ -319,7 +320,7 @@ class ExpressionChecks(CheckerShared):
             return widen(t)
         self.report(
             D.TYPE_MISMATCH,
-            f"`-` needs a number, found `{type_str(t)}`"
+            f"`-` needs a number, found {type_words(t)}"
             + (" (a duration is never negative)" if t == DURATION else ""),
             e.operand.span,
             hint=_DURATION_ARITHMETIC if t == DURATION else None,
@@ -438,7 +439,7 @@ class ExpressionChecks(CheckerShared):
                 return ListType(make_union([lr.elem, rr.elem]))
             self.report(
                 D.TYPE_MISMATCH,
-                f"`+` cannot combine `{type_str(lw)}` and `{type_str(rw)}`",
+                f"`+` cannot combine `{type_str(lw)}` and {type_words(rw)}",
                 e.span,
                 hint=self.optional_operand_hint(e, lt, rt)
                 or "`+` adds numbers and concatenates text or arrays; "
@@ -455,7 +456,7 @@ class ExpressionChecks(CheckerShared):
             return DURATION  # never below 0ms: lowered through `seconds` (compiler/durations.py)
         self.report(
             D.TYPE_MISMATCH,
-            f"`{op}` needs numbers, found `{type_str(lw)}` and `{type_str(rw)}`",
+            f"`{op}` needs numbers, found {type_words(lw)} and {type_words(rw)}",
             e.span,
             hint=_DURATION_ARITHMETIC
             if DURATION in (lt, rt)
@@ -543,7 +544,7 @@ class ExpressionChecks(CheckerShared):
         else:
             self.report(
                 D.TYPE_MISMATCH,
-                f"`{e.op}` needs an array, text, map or range on the right, found `{type_str(rt)}`",
+                f"`{e.op}` needs an array, text, map or range on the right, found {type_words(rt)}",
                 e.right.span,
             )
             return
@@ -775,7 +776,7 @@ class ExpressionChecks(CheckerShared):
             if not assignable(it, INT, self.env):
                 self.report(
                     D.TYPE_MISMATCH,
-                    f"an array index must be an `int`, found `{type_str(widen(it))}`",
+                    f"an array index must be an `int`, found {type_words(widen(it))}",
                     e.index.span,
                 )
             result = r.elem if not isinstance(r.elem, NeverType) else ERROR
@@ -783,7 +784,7 @@ class ExpressionChecks(CheckerShared):
             if not is_textual(it, self.env) and not isinstance(it, ErrorType) and it != JSON:
                 self.report(
                     D.TYPE_MISMATCH,
-                    f"a map key must be text, found `{type_str(it)}`",
+                    f"a map key must be text, found {type_words(it)}",
                     e.index.span,
                 )
             result = r.value
@@ -795,7 +796,7 @@ class ExpressionChecks(CheckerShared):
             if not assignable(it, INT, self.env):
                 self.report(
                     D.TYPE_MISMATCH,
-                    f"a text index must be an `int`, found `{type_str(it)}`",
+                    f"a text index must be an `int`, found {type_words(it)}",
                     e.index.span,
                 )
             result = TEXT
@@ -894,7 +895,7 @@ class ExpressionChecks(CheckerShared):
         r = self.env.resolve(t)
         if isinstance(r, ListType):
             return r.elem if not isinstance(r.elem, NeverType) else NEVER
-        self.report(D.TYPE_MISMATCH, f"`{what}` needs an array, found `{type_str(t)}`", span)
+        self.report(D.TYPE_MISMATCH, f"`{what}` needs an array, found {type_words(t)}", span)
         return ERROR
 
 

@@ -51,6 +51,7 @@ from agentflow.compiler.types import (
     make_union,
     strip_optional,
     type_str,
+    type_words,
     widen,
 )
 from agentflow.core import diagnostics as D
@@ -192,6 +193,12 @@ class FunctionChecks(CheckerShared):
 
     # -- library calls --------------------------------------------------------------------
     def visit_FuncCall(self, e: ast.FuncCall, hint: Type | None) -> Type:
+        if e.name in self.library_names_refused:
+            # `fn len(…)` was refused for taking a library name (`duplicate-definition`): its
+            # calls meant that function, not the library's — one mistake, one diagnostic
+            for a in e.args:
+                self.infer(a)
+            return ERROR
         spec = FUNCTIONS[e.name]
         bounds, ptypes, returns = signature_types(e.name)
         if not spec.min_args <= len(e.args) <= spec.max_args:
@@ -315,7 +322,7 @@ class FunctionChecks(CheckerShared):
         got: Type | None,
         hint: str | None = None,
     ) -> None:
-        found = f", found `{type_str(widen(got))}`" if got is not None else ""
+        found = f", found {type_words(widen(got))}" if got is not None else ""
         self.report(
             D.TYPE_MISMATCH,
             f"argument of `{e.name}`: {what}{found}",

@@ -21,7 +21,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from agentflow.compiler.check_errors import agent_error_codes
 from agentflow.compiler.check_expressions import literal_const
@@ -29,7 +29,7 @@ from agentflow.compiler.check_types import object_tags
 from agentflow.compiler.checker_shared import CheckerShared, Var
 from agentflow.compiler.lower_match import decides
 from agentflow.compiler.lower_parallel import effectful
-from agentflow.compiler.symbols import Symbol
+from agentflow.compiler.symbols import Symbol, suggest_alias
 from agentflow.compiler.types import (
     BOOL,
     DURATION,
@@ -53,6 +53,7 @@ from agentflow.compiler.types import (
     make_union,
     strip_optional,
     type_str,
+    type_words,
 )
 from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Note, did_you_mean
@@ -188,7 +189,7 @@ def _fits(
     if not found:
         found = [
             D.Diagnostic(
-                D.TYPE_MISMATCH, f"expected `{type_str(want)}`, found `{type_str(got)}`", value.span
+                D.TYPE_MISMATCH, f"expected `{type_str(want)}`, found {type_words(got)}", value.span
             )
         ]
     first, rest = found[0], found[1:]
@@ -509,6 +510,11 @@ def _check_items(
     for stub in stubbed.values():
         _check_stub(checker, stub, calls, case, staged)
     names = test_scope_names(checker)
+    # `calls.T` of a stubbed tool reported unknown above: not a second diagnostic of it
+    unknown = [s.target.name for s in stubbed.values() if s.kind == "tool"]
+    calls_t = cast(ObjectType, names["calls"])
+    fields = {n: Field(ERROR) for n in unknown if n not in calls_t.fields}
+    names["calls"] = ObjectType({**calls_t.fields, **fields}, None) if fields else calls_t
     scope = {name: _var(checker, name, t, test.span) for name, t in names.items()}
     for exp in test.expects:
         if exp.cond is not None and _expects_failure_by_name(checker, exp.cond):
@@ -620,7 +626,8 @@ def _check_stub(
                 checker,
                 f"`{name}` is not a tool of this flow",
                 stub.target.span,
-                hint=did_you_mean(name, list(checker.tool_decls)),
+                hint=did_you_mean(name, list(checker.tool_decls))
+                or f"declare it: `extern tool {name}(…) -> …` (docs/reference/tools.md)",
             )
             return
         for fails in _failures(stub):
@@ -643,12 +650,13 @@ def _check_stub(
     if stub.kind == "agent":
         targets = [c for c in calls if c.alias == name]
         if not targets:
-            known = sorted({c.alias for c in calls if c.alias})
+            # the aliases declared and called (an `agent(wri)` of no alias is reported there)
+            known = sorted({c.alias for c in calls if c.alias in checker.uses})
             _unknown_target(
                 checker,
                 f"no agent call of this flow uses the alias `{name}`",
                 stub.target.span,
-                hint=did_you_mean(name, known)
+                hint=suggest_alias(name, known or checker.uses)
                 or (f"agent aliases called: {', '.join(known)}" if known else None),
             )
             return

@@ -50,6 +50,7 @@ from agentflow.compiler.types import (
     object_mismatches,
     strip_optional,
     type_str,
+    type_words,
     widen,
 )
 from agentflow.core import diagnostics as D
@@ -228,7 +229,7 @@ class TypeChecks(CheckerShared):
         if want == DURATION and isinstance(expr, (ast.NumberLit, ast.StringLit)):
             self.report(
                 D.TYPE_MISMATCH,
-                f"expected `duration`, found `{type_str(shown)}`",
+                f"expected `duration`, found {type_words(shown)}",
                 expr.span,
                 hint=_duration_hint(expr),
             )
@@ -239,7 +240,7 @@ class TypeChecks(CheckerShared):
             # is what to change (or the expected type), not the block's first line
             self.report(
                 D.TYPE_MISMATCH,
-                f"expected `{type_str(want)}`, found `{type_str(shown)}`",
+                f"expected `{type_str(want)}`, found {type_words(shown)}",
                 expect.span,
                 notes=[
                     Note(f"the answer of this `{expect.what}` has its `expect` type", expr.span)
@@ -250,7 +251,7 @@ class TypeChecks(CheckerShared):
         widened = self._widened_let(expr, want)
         self.report(
             D.TYPE_MISMATCH,
-            f"expected `{type_str(want)}`, found `{type_str(shown)}`",
+            f"expected `{type_str(want)}`, found {type_words(shown)}",
             expr.span,
             notes=[widened[1]] if widened else [],
             hint=(widened[0] if widened else None)

@@ -166,6 +166,8 @@ class UserFunctionChecks(CheckerShared):
                 notes=[Note(f"`{FUNCTIONS[name].signature}`")],
                 hint=f"name it otherwise (`my_{name}`), or call the library's `{name}`",
             )
+            if fn.span.file == self.module.file:
+                self.library_names_refused.add(name)
             return True
         if "__" in name and name not in self.tool_decls:
             # `server__tool` is how a call names a catalog tool: `f(x)` would call the function

@@ -235,6 +235,7 @@ class Checker(
         #: trial passes of `reduce` bodies in progress (check_statements.settle_acc)
         self.settling = 0
         self.error_names: set[str] = set()
+        self.library_names_refused: set[str] = set()
         #: built-in type names a `type` tried to redefine: their uses are not checked again
         #: (the redefinition is the one error, no cascade where the user's type was meant)
         self.redefined_builtins: set[str] = set()

@@ -91,6 +91,8 @@ class CheckerShared:
     discarded: ast.Expr | None
     env: TypeEnv
     error_names: set[str]
+    #: library function names a `fn` of this file took (refused): their calls are not checked
+    library_names_refused: set[str]
     expr_depth: int
     externs: dict[str, ast.ExternTool]
     frames: list[Frame]

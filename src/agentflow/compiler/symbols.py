@@ -79,3 +79,15 @@ def suggest(name: str, candidates: Iterable[str]) -> str | None:
             ):
                 return f"did you mean `{cand}`?"
     return None
+
+
+def suggest_alias(name: str, candidates: Iterable[str]) -> str | None:
+    """:func:`suggest`, or the one candidate ``name`` begins or ends (``wri`` → ``writer``,
+    ``crit`` → ``critic``: an alias cut short), as ``did you mean `X`?`` (the quick fix of
+    lsp/fixes.py)."""
+    names = sorted(candidates)
+    hint = suggest(name, names)
+    if hint or len(name) < 2:
+        return hint
+    cut = [c for c in names if c != name and (c.startswith(name) or name.startswith(c))]
+    return f"did you mean `{cut[0]}`?" if len(cut) == 1 else None

@@ -24,7 +24,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentflow.core.vocabulary import ERROR_CODES as _ERROR_CODES
+
 __all__ = [
+    "type_words",
     "Type",
     "Prim",
     "NeverType",
@@ -763,6 +766,30 @@ def object_mismatches(
         if name not in dst.fields:
             problems.append(("unknown", name))
     return problems
+
+
+def type_words(t: Type) -> str:
+    """``t`` in a message: ```T``` (:func:`type_str` in backticks), except the long union of
+    run-time error codes a ``catch``'s ``e.code`` has (docs/reference/errors-as-values.md),
+    named shortly, "the error code (one of the run-time codes)", rather than listed."""
+    inner = t.inner if isinstance(t, OptionalType) else t
+    if (
+        isinstance(inner, UnionType)
+        and len(inner.members) >= _LONG_CODE_UNION
+        and all(
+            isinstance(m, LiteralType) and isinstance(m.value, str) and m.value in _ERROR_CODES
+            for m in inner.members
+        )
+    ):
+        return "the error code (one of the run-time codes)" + (
+            " or `null`" if inner is not t else ""
+        )
+    return f"`{type_str(t)}`"
+
+
+#: from this many members on, a union of error codes is named, not listed (a `catch on [a, b]`
+#: narrows `e.code` to a short union, listed)
+_LONG_CODE_UNION = 6
 
 
 def type_str(t: Type) -> str:

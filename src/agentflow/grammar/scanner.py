@@ -267,6 +267,8 @@ _FOREIGN_CHARACTERS = {
 def _single_quoted(text: str, i: int, n: int) -> str | None:
     """The hint for a ``'`` at ``i``: a string (an import path too) is written in double
     quotes — with the text it quotes when a ``'`` closes it on the same line."""
+    if text[i] == "`":
+        return 'a string is written in double quotes, and any string interpolates: `"hi ${name}"`'
     if text[i] != "'":
         return None
     end = text.find("'", i + 1, n)

@@ -25,6 +25,7 @@ from agentflow.core.vocabulary import (
 from agentflow.core.vocabulary import KEYWORD_TERMINALS as KEYWORDS
 from agentflow.grammar import ast
 from agentflow.grammar.fn_syntax import fn_error
+from agentflow.grammar.habits import elif_word, habit_hint
 from agentflow.grammar.scanner import OPENERS, OPS, TOP_LEVEL, Scanner, SynErr, Tok
 from agentflow.grammar.slips import slip_error
 from agentflow.grammar.unclosed import word_at
@@ -253,7 +254,11 @@ def _syntax_hint(
             "functions have no type parameters: write the types of the parameters and the "
             "result (`fn first(xs: text[]) -> text? = …`), one function per type"
         )
-    hint = _generic_hint(tok, expected, sc) or match_subject_hint(tok, sc)
+    hint = (
+        _generic_hint(tok, expected, sc)
+        or match_subject_hint(tok, sc)
+        or habit_hint(tok, expected, values, sc)
+    )
     if hint is not None:
         return hint
     if _ask_then_fails(tok, sc):
@@ -679,7 +684,8 @@ def _loop_word(
             found = _loop_word_at(sc, tok)
         if found is not None:
             return found
-    opener = sc.stack[-1] if sc.stack else None
+    opened = [o for o in sc.stack if o is not tok]  # `print(x)` in the body: the `{` before
+    opener = opened[-1] if opened else None
     if getattr(tok, "type", None) == "RBRACE":
         found = _loop_word(sc, None) if opener is not None and opener.value == "{" else None
         if found is not None:
@@ -882,6 +888,17 @@ def unexpected(
             depth=len(sc.stack),
             hint=f"iterate with a value: {_LOOP_WAYS}",
             notes=[*notes, (f"the parser stopped here: {msg}", tok.span)],
+        )
+    elif_at = elif_word(sc, tok)
+    if elif_at is not None:
+        # `} elif c {`: `elif` read as a name, its `{` as an object
+        return SynErr(
+            f"there is no `{elif_at[0]}` in `.flow`",
+            elif_at[1],
+            resume=resume,
+            depth=len(sc.stack),
+            hint=f"write `}} else if {elif_at[2]} {{ … }}`",
+            notes=[(f"the parser stopped here: {msg}", tok.span)],
         )
     return SynErr(msg, tok.span, resume=resume, depth=len(sc.stack), hint=hint, notes=notes)
 
