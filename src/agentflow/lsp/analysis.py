@@ -137,6 +137,17 @@ class Analysis:
         ``name`` rewrites (``import`` items, and uses where it is imported without ``as``)."""
         return navigation.type_uses_in(self, declared_in, name)
 
+    def type_home(self, offset: int) -> tuple[str, str] | None:
+        """``(name in its file, file declaring it)`` of the declared type under ``offset``."""
+        return navigation.type_home(self, offset)
+
+    def type_references_of(
+        self, declared_in: str, name: str, include_declaration: bool = True
+    ) -> list[Span]:
+        """In this document (``declared_in`` or an importer of it): the spans naming its type
+        ``name`` (references from another document)."""
+        return navigation.type_references_in(self, declared_in, name, include_declaration)
+
     def type_clash(self, declared_in: str, name: str, new: str) -> str | None:
         """Why this document, importing the type ``name`` of ``declared_in``, refuses its
         rename to ``new``, or None."""

@@ -9,8 +9,9 @@ Features (LSP 3.17):
   information and the hint appended to the message; a result for a stale version is dropped;
 - hover, go to definition, find references, completion (trigger characters ``.`` and ``:``),
   document symbols, prepare-rename and rename (``let``/loop variables, stages, ``use`` aliases,
-  types, user functions and their parameters; a user function's references and rename reach
-  the open documents that import it), whole-document formatting (``flowc fmt``);
+  types, user functions and their parameters; the references and rename of a type or user
+  function reach the files that import it, open or on disk under the workspace folders:
+  :meth:`FlowLanguageServer.disk_uses`), whole-document formatting (``flowc fmt``);
 - ``quickfix`` code actions for the diagnostics whose hint states an exact edit ("did you mean
   `X`?", ``tools none``, ``_name``, a missing ``use agent``), see
   :meth:`agentflow.lsp.analysis.Analysis.fixes`;
@@ -70,6 +71,7 @@ from agentflow.lsp.analysis import Analysis, analyze
 from agentflow.lsp.incremental import IncrementalParser
 from agentflow.lsp.positions import LineIndex
 from agentflow.lsp.watch import WATCH_INTERVAL_S, FileWatch, config_candidates
+from agentflow.lsp.workspace_files import importing_files
 from agentflow.runtime.config_check import config_diagnostics
 from agentflow.stdlib import PRELUDE
 
@@ -467,17 +469,20 @@ class FlowLanguageServer(LanguageServer):
     async def function_uses(
         self, uri: str, name: str, home: str
     ) -> list[tuple[str, Analysis, LineIndex, list[Span]]]:
-        """The open documents besides ``uri`` that name the user function ``name`` declared in
-        the file ``home`` — that file's and those importing it — each with its analysis, line
-        index and the spans naming the function there (calls and ``import`` items): what
-        references and a rename of the function reach beyond the document asked."""
-        return await self.importer_uses(uri, home, lambda a: a.calls_of(home, name))
+        """The documents besides ``uri`` that name the user function ``name`` declared in the
+        file ``home`` — that file's and those importing it, open or on disk in the workspace —
+        each with its analysis, line index and the spans naming the function there (calls and
+        ``import`` items): what references and a rename of the function reach beyond the
+        document asked."""
+        return await self.importer_uses(uri, home, lambda a: a.calls_of(home, name), name)
 
     async def importer_uses(
-        self, uri: str, home: str, find: Callable[[Analysis], list[Span]]
+        self, uri: str, home: str, find: Callable[[Analysis], list[Span]], name: str | None = None
     ) -> list[tuple[str, Analysis, LineIndex, list[Span]]]:
         """The open documents besides ``uri`` that are the file ``home`` or import it, each
-        with its analysis, line index and what ``find`` returns for it, when not empty."""
+        with its analysis, line index and what ``find`` returns for it, when not empty; with
+        ``name`` (the importable name asked about) also the files on disk that are not open:
+        :meth:`disk_uses`."""
         path = file_key(home)
         out: list[tuple[str, Analysis, LineIndex, list[Span]]] = []
         for other in list(self.workspace.text_documents):
@@ -494,6 +499,50 @@ class FlowLanguageServer(LanguageServer):
             spans = find(analysis)
             if spans:
                 out.append((other, analysis, index, spans))
+        if name is not None:
+            loop = asyncio.get_running_loop()
+            out.extend(await loop.run_in_executor(self._worker, self.disk_uses, home, name, find))
+        return out
+
+    def workspace_roots(self) -> list[str]:
+        """The directories of the client's workspace folders, else of its ``rootUri``."""
+        folders: dict[str, lsp.WorkspaceFolder] = self.workspace.folders
+        roots = [p for p in (to_fs_path(f.uri) for f in folders.values()) if p]
+        root: str | None = self.workspace.root_path
+        return roots or ([root] if root else [])
+
+    def disk_uses(
+        self, home: str, name: str, find: Callable[[Analysis], list[Span]]
+    ) -> list[tuple[str, Analysis, LineIndex, list[Span]]]:
+        """Runs on a worker thread: the `.flow` files on disk that are not open — the file
+        ``home`` and the workspace's files whose ``import`` items bring ``name`` from it
+        (:func:`agentflow.lsp.workspace_files.importing_files`) — each checked (with the open
+        documents' texts for the files it imports) and, when ``find`` finds spans in it, with
+        its URI, analysis and line index. A file that does not parse is left out (its text is
+        not edited: one line on the server's log says so)."""
+        opened = {file_key(self.file_of(u)) for u in list(self.workspace.text_documents)}
+        target = file_key(home)
+        files: list[tuple[Path, str | None]] = [] if target in opened else [(target, None)]
+        files += importing_files(self.workspace_roots(), home, name)
+        out: list[tuple[str, Analysis, LineIndex, list[Span]]] = []
+        for path, text in files:
+            if path in opened:
+                continue
+            try:
+                source = read_source(path) if text is None else text
+                file = str(path)
+                importer = Importer(self.read_imported, self.import_cache)
+                analysis = analyze(source, file, IncrementalParser(file), importer)
+            except Exception as e:  # noqa: BLE001 - a file that cannot be checked is skipped
+                _log.warning("%s left out: %s: %s", path, type(e).__name__, e)
+                continue
+            if any(d.code == "syntax-error" for d in analysis.result.diagnostics):
+                _log.warning("%s left out: it does not parse", path)
+                continue
+            spans = find(analysis)
+            if spans:
+                index = LineIndex(source, self.encoding)
+                out.append((from_fs_path(file) or file, analysis, index, spans))
         return out
 
     def range_of(self, span: Span, index: LineIndex) -> lsp.Range:
@@ -673,6 +722,19 @@ def _graph_args(args: tuple[Any, ...]) -> tuple[Any, str]:
     uri = args[0] if args else None
     opts = args[1] if len(args) > 1 and isinstance(args[1], dict) else {}
     return uri, str(opts.get("format", "mermaid"))
+
+
+def _unique_locations(found: list[lsp.Location]) -> list[lsp.Location]:
+    """``found`` without repeats, in order."""
+    seen: set[tuple[str, int, int, int, int]] = set()
+    out: list[lsp.Location] = []
+    for loc in found:
+        r = loc.range
+        key = (loc.uri, r.start.line, r.start.character, r.end.line, r.end.character)
+        if key not in seen:
+            seen.add(key)
+            out.append(loc)
+    return out
 
 
 def _overlaps(a: lsp.Range, b: lsp.Range) -> bool:
@@ -899,7 +961,7 @@ def create_server() -> FlowLanguageServer:
         if type_name is not None and new != type_name:  # its import items (uses without `as`)
             home, old = ls.file_of(uri), type_name
             for other, imported, other_index, found in await ls.importer_uses(
-                uri, home, lambda a: a.type_uses_of(home, old)
+                uri, home, lambda a: a.type_uses_of(home, old), old
             ):
                 problem = imported.type_clash(home, old, new)
                 if problem is not None:
@@ -920,11 +982,22 @@ def create_server() -> FlowLanguageServer:
         if spans is None:
             return None
         found = [ls.location_of(s, uri, index) for s in spans]
+        more: list[tuple[str, Analysis, LineIndex, list[Span]]] = []
         fn = analysis.function_home(offset)
-        if fn is not None:  # its calls in its file and in the files importing it, when open
-            for other, _imported, other_index, more in await ls.function_uses(uri, *fn):
-                found.extend(ls.location_of(s, other, other_index) for s in more)
-        return found
+        type_home = analysis.type_home(offset) if fn is None else None
+        if fn is not None:  # its calls in its file and in the files importing it
+            more = await ls.function_uses(uri, *fn)
+        elif type_home is not None:  # its uses in its file and in the files importing it
+            tname, thome = type_home
+            more = await ls.importer_uses(
+                uri,
+                thome,
+                lambda a: a.type_references_of(thome, tname, params.context.include_declaration),
+                tname,
+            )
+        for other, _imported, other_index, spans_there in more:
+            found.extend(ls.location_of(s, other, other_index) for s in spans_there)
+        return _unique_locations(found)
 
     @server.feature(
         lsp.TEXT_DOCUMENT_CODE_ACTION,
