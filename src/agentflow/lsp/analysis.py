@@ -19,6 +19,7 @@ facade: each query is one line handing the analysis to the module of its feature
 - :meth:`Analysis.fixes` — the quick fixes a diagnostic's hint states exactly (:mod:`.fixes`);
 - :meth:`Analysis.completions` — context-sensitive completion items (docs/spec/LANGUAGE.md
   §2–8) (:mod:`.completion`);
+- :meth:`Analysis.signature_help` — the signature of the call being typed (:mod:`.signature_help`);
 - :meth:`Analysis.symbols` — the document outline (flow, types with fields, tools, uses, tests,
   stages) (:mod:`.symbols`).
 """
@@ -34,10 +35,20 @@ from agentflow.compiler.imports import Importer, check_parsed
 from agentflow.core.diagnostics import Diagnostic
 from agentflow.core.spans import Span
 from agentflow.grammar import ast
-from agentflow.lsp import completion, fixes, hover, locate, navigation, symbols, user_functions
+from agentflow.lsp import (
+    completion,
+    fixes,
+    hover,
+    locate,
+    navigation,
+    signature_help,
+    symbols,
+    user_functions,
+)
 from agentflow.lsp.completion import Completion
 from agentflow.lsp.fixes import Fix
 from agentflow.lsp.navigation import IDENT_RE
+from agentflow.lsp.signature_help import SignatureHint
 from agentflow.lsp.symbols import DocSymbol
 
 __all__ = ["Analysis", "Completion", "DocSymbol", "Fix", "analyze", "IDENT_RE"]
@@ -167,6 +178,11 @@ class Analysis:
     def tests(self) -> list[tuple[str, Span]]:
         """``(name, span of the name)`` of every ``test`` block, in source order."""
         return symbols.tests(self)
+
+    def signature_help(self, offset: int, text: str | None = None) -> SignatureHint | None:
+        """The signature of the call whose arguments ``offset`` of ``text`` (default: the
+        analysed text) is in, with the parameter being written, or None."""
+        return signature_help.signature_help(self, self.text if text is None else text, offset)
 
     def completions(self, offset: int, text: str | None = None) -> list[Completion]:
         """Completion items at ``offset`` of ``text`` (default: the analysed text)."""

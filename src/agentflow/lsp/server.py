@@ -8,6 +8,7 @@ Features (LSP 3.17):
   ``flowc check`` (:func:`agentflow.compiler.api.check_source`), with notes as related
   information and the hint appended to the message; a result for a stale version is dropped;
 - hover, go to definition, find references, completion (trigger characters ``.`` and ``:``),
+  signature help in a call's arguments (user and library functions, tools),
   document symbols, prepare-rename and rename (``let``/loop variables, stages, ``use`` aliases,
   types, user functions and their parameters; the references and rename of a type or user
   function reach the files that import it, open or on disk under the workspace folders:
@@ -737,6 +738,10 @@ def _unique_locations(found: list[lsp.Location]) -> list[lsp.Location]:
     return out
 
 
+def _at(p: lsp.Position) -> tuple[int, int]:
+    return p.line, p.character
+
+
 def _overlaps(a: lsp.Range, b: lsp.Range) -> bool:
     """Whether two ranges share a position (ends inclusive: a cursor touching a diagnostic
     counts)."""
@@ -880,6 +885,37 @@ def create_server() -> FlowLanguageServer:
                 )
             )
         return lsp.CompletionList(is_incomplete=False, items=items)
+
+    @server.feature(
+        lsp.TEXT_DOCUMENT_SIGNATURE_HELP,
+        lsp.SignatureHelpOptions(trigger_characters=["(", ","], retrigger_characters=[","]),
+    )
+    async def signature_help(
+        ls: FlowLanguageServer, params: lsp.SignatureHelpParams
+    ) -> lsp.SignatureHelp | None:
+        """The signature of the user function, library function or tool being called at the
+        cursor (:mod:`agentflow.lsp.signature_help`), from the last check (the text being typed
+        may not parse)."""
+        uri = params.text_document.uri
+        doc = ls.document(uri)
+        if doc is None:
+            return None
+        text = doc.source
+        state = ls.states.get(uri)
+        analysis = state.analysis if state is not None else await ls.analysis_of(uri, text)
+        index = LineIndex(text, ls.encoding)
+        hint = analysis.signature_help(index.offset(*_at(params.position)), text)
+        if hint is None:
+            return None
+        info = lsp.SignatureInformation(
+            label=hint.label,
+            documentation=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=hint.doc)
+            if hint.doc
+            else None,
+            parameters=[lsp.ParameterInformation(label=p) for p in hint.params],
+            active_parameter=hint.active,
+        )
+        return lsp.SignatureHelp([info], active_signature=0, active_parameter=hint.active)
 
     @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
     async def document_symbol(
