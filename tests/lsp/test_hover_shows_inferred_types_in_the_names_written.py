@@ -107,3 +107,22 @@ def hover_at(c: LspClient, uri: str, needle: str, delta: int = 0) -> str | None:
 def test_an_inferred_type_is_shown_in_the_names_the_program_wrote(editor, needle, delta, shown):
     c, uri = editor
     assert hover_at(c, uri, needle, delta) == shown
+
+
+def test_a_generic_library_call_hovers_what_it_gives_here(editor):
+    """`unique<T>(xs: T[]) -> T[]` called on a `Level[]`: the hover says it gives `Level[]`."""
+    c, uri = editor
+    line, char = LineIndex(MAIN, "utf-16").position(MAIN.index("unique("))
+    got = c.request(
+        "textDocument/hover",
+        {"textDocument": {"uri": uri}, "position": {"line": line, "character": char}},
+    )
+    shown = got["contents"]["value"]
+    assert shown.startswith("```flow\n(function) unique<T>(xs: T[]")
+    assert "here it gives `Level[]`" in shown
+    line, char = LineIndex(MAIN, "utf-16").position(MAIN.index("len(sevs)"))
+    got = c.request(
+        "textDocument/hover",
+        {"textDocument": {"uri": uri}, "position": {"line": line, "character": char}},
+    )
+    assert "here it gives" not in got["contents"]["value"]  # `len` is not generic

@@ -183,6 +183,10 @@ def function_hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
             if s.start <= offset <= s.end:
                 spec = FUNCTIONS[node.name]
                 doc = f"{spec.summary}\n\ne.g. `{spec.example}` gives `{_json(spec.result)}`"
+                here = a.result.expr_types.get(id(node))
+                shown = type_text(a, here) if here is not None and spec.type_params else None
+                if shown is not None:  # a generic one: its result here, instantiated
+                    doc = f"here it gives `{shown}`\n\n{doc}"
                 return locate.with_doc(locate.fence(f"(function) {spec.signature}"), doc), s
             return None
     return None

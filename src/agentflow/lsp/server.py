@@ -489,9 +489,8 @@ class FlowLanguageServer(LanguageServer):
         for other in list(self.workspace.text_documents):
             if other == uri:
                 continue
-            if file_key(self.file_of(other)) != path and path not in self._reads.get(
-                other, frozenset()
-            ):
+            reads = self._reads.get(other)  # None: not checked yet, it may import it
+            if file_key(self.file_of(other)) != path and reads is not None and path not in reads:
                 continue
             got = await self.analysis(other)
             if got is None:
