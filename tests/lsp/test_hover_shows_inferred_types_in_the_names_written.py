@@ -126,3 +126,24 @@ def test_a_generic_library_call_hovers_what_it_gives_here(editor):
         {"textDocument": {"uri": uri}, "position": {"line": line, "character": char}},
     )
     assert "here it gives" not in got["contents"]["value"]  # `len` is not generic
+
+
+def test_completion_and_the_outline_show_types_by_the_names_written(editor):
+    """The details of field completions and of the outline's stages and `let`s spell types as
+    hover does."""
+    c, uri = editor
+    symbols = c.request("textDocument/documentSymbol", {"textDocument": {"uri": uri}})
+    by_name = {s["name"]: s for s in symbols}
+    assert by_name["pair"]["detail"] == "Pair"
+    lets = {s["name"]: s.get("detail") for s in by_name["s"]["children"]}
+    assert lets["sv"] == "Sev" and lets["sevs"] == "Level[]" and lets["lv"] == "Level?"
+    typing = uri.replace("main.flow", "typing.flow")
+    text = MAIN.replace("let lv = input.box.lvl", "let lv = input.box.")
+    c.open(typing, text)
+    line, char = LineIndex(text, "utf-16").position(text.index("input.box.") + len("input.box."))
+    got = c.request(
+        "textDocument/completion",
+        {"textDocument": {"uri": typing}, "position": {"line": line, "character": char}},
+    )
+    details = {i["label"]: i.get("detail") for i in got["items"]}
+    assert details["sev"] == "Sev" and details["lvl"] == "Level?" and details["pair"] == "Pair"

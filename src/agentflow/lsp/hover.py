@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agentflow.compiler import types as T
-from agentflow.compiler.check_errors import outcome_value_type
 from agentflow.compiler.check_types import written_type
 from agentflow.compiler.checker import Symbol, ToolSig
 from agentflow.core.functions import FUNCTIONS
@@ -331,64 +330,7 @@ def type_text(a: Analysis, t: T.Type) -> str | None:
     is the type of one ``type N = …`` of the document (declared or imported, under the name it
     has here) is spelt ``N`` (:func:`alias_named`) — or None when the checker could not type it (an error
     type anywhere in it: a hover never shows a placeholder)."""
-    return None if _has_error(t) else T.type_str(alias_named(t, _aliases(a)))
-
-
-def _aliases(a: Analysis) -> list[tuple[str, object]]:
-    """``(name, key)`` of the document's aliases of a union (``type Sev = "low" | "high"``,
-    ``type Pet = Cat | Dog``) or of an inline object type (``type V = { ok: bool }``) — the
-    checker resolves an alias to that structure (:func:`_alias_key`); two names of one type are
-    left out (which one a value has cannot be told), and so is an alias of anything else
-    (``type Email = text``: every `text` is not an `Email`)."""
-    found: dict[object, list[str]] = {}
-    for name, t in a.result.env.aliases.items():
-        key = _alias_key(t)
-        if key is not None:
-            found.setdefault(key, []).append(name)
-    return [(names[0], key) for key, names in found.items() if len(names) == 1]
-
-
-def _alias_key(t: T.Type) -> object | None:
-    """What identifies ``t`` as the type of an alias: a union's members in any order, an inline
-    object type itself; None for another type."""
-    if isinstance(t, T.UnionType):
-        return frozenset(t.members)
-    if isinstance(t, T.ObjectType) and t.name is None and t.fields:
-        return t
-    return None
-
-
-def alias_named(t: T.Type, aliases: list[tuple[str, object]]) -> T.Type:
-    """``t`` with each part that is the type of one of ``aliases`` (:func:`_alias_key`)
-    replaced by a reference to its name, inside lists, optionals, maps, ranges, unions, inline
-    objects and ``Outcome<…>`` too."""
-    if not aliases:
-        return t
-    key = _alias_key(t)
-    if key is not None:
-        for name, k in aliases:
-            if k == key:
-                return T.NamedRef(name)
-    if isinstance(t, T.UnionType):
-        return T.UnionType(tuple(alias_named(m, aliases) for m in t.members))
-    if isinstance(t, T.ListType):
-        return T.ListType(alias_named(t.elem, aliases))
-    if isinstance(t, T.OptionalType):
-        return T.OptionalType(alias_named(t.inner, aliases))
-    if isinstance(t, T.MapType):
-        return T.MapType(alias_named(t.value, aliases))
-    if isinstance(t, T.RangeType):
-        return T.RangeType(alias_named(t.elem, aliases))
-    value = outcome_value_type(t)
-    if value is not None:  # `Outcome<Level>`: the name holds its value type, spelt
-        return T.NamedRef(f"Outcome<{T.type_str(alias_named(value, aliases))}>")
-    if isinstance(t, T.ObjectType) and t.name is None:
-        fields = {
-            k: T.Field(alias_named(f.type, aliases), f.optional, f.constraints, f.doc, f.span)
-            for k, f in t.fields.items()
-        }
-        return T.ObjectType(fields, None, t.doc)
-    return t
+    return None if _has_error(t) else locate.spelt(a.result.env, t)
 
 
 def kind_label(sym: Symbol) -> str:
