@@ -37,10 +37,11 @@ UNRELATED = """\
 fn rank(n: int) -> int = n
 stage a -> int { return rank(1) }
 """
-#: imports `rank` but does not parse
+#: imports and calls `rank`, but another of its stages does not parse
 BROKEN = """\
 import { rank } from "./lib.flow"
-stage a -> int { return rank("low") +  }
+stage a -> int { return rank("low") }
+stage b -> int { return 1 +  }
 """
 
 
@@ -161,3 +162,21 @@ def test_references_reach_the_unopened_importers_and_the_unopened_declaring_file
     uris = {x["uri"] for x in found}
     assert {other.as_uri(), lib, main} <= uris
     assert files["unrelated"].as_uri() not in uris
+
+
+def test_without_a_workspace_folder_the_files_near_the_declaring_one_are_reached(tmp_path):
+    """A client that gives no workspace (a single file opened): the importers in the declaring
+    file's directory, the one above and their sub-directories are edited."""
+    files = _write(tmp_path / "project")
+    c = LspClient([sys.executable, "-m", "agentflow", "lsp"])
+    try:
+        c.initialize(options={"debounce_ms": 0})
+        lib, main = files["lib"].as_uri(), files["main"].as_uri()
+        c.open(lib, LIB)
+        c.wait_notification(
+            "textDocument/publishDiagnostics", lambda p: p["uri"] == lib, timeout=30
+        )
+        edit = ask(c, "textDocument/rename", lib, pos(LIB, "rank("), newName="urgency")
+        assert set(edit["changes"]) == {lib, main}
+    finally:
+        c.close()
