@@ -109,6 +109,9 @@ def test_renaming_a_function_edits_the_unopened_files_that_import_it(workspace):
     edit = ask(c, "textDocument/rename", lib, pos(LIB, "rank("), newName="urgency")
     assert set(edit["changes"]) == {lib, main}  # not unrelated.flow, not the broken file
     assert applied(edit["changes"][main], MAIN) == MAIN.replace("rank", "urgency")
+    # the importer that does not parse is named to the user, who renames it there by hand
+    shown = c.wait_notification("window/showMessage", timeout=30)
+    assert shown["type"] == 2 and "`broken.flow` left out (it does not parse)" in shown["message"]
     # the workspace checks clean once the edits are applied
     files["lib"].write_text(applied(edit["changes"][lib], LIB), encoding="utf-8")
     files["main"].write_text(applied(edit["changes"][main], MAIN), encoding="utf-8")

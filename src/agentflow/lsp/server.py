@@ -72,7 +72,7 @@ from agentflow.lsp.analysis import Analysis, analyze
 from agentflow.lsp.incremental import IncrementalParser
 from agentflow.lsp.positions import LineIndex
 from agentflow.lsp.watch import WATCH_INTERVAL_S, FileWatch, config_candidates
-from agentflow.lsp.workspace_files import importing_files
+from agentflow.lsp.workspace_files import importing_files, workspace_roots
 from agentflow.runtime.config_check import config_diagnostics
 from agentflow.stdlib import PRELUDE
 
@@ -468,17 +468,23 @@ class FlowLanguageServer(LanguageServer):
         return analysis, index, index.offset(position.line, position.character)
 
     async def function_uses(
-        self, uri: str, name: str, home: str
+        self, uri: str, name: str, home: str, left_out: list[Path] | None = None
     ) -> list[tuple[str, Analysis, LineIndex, list[Span]]]:
         """The documents besides ``uri`` that name the user function ``name`` declared in the
         file ``home`` — that file's and those importing it, open or on disk in the workspace —
         each with its analysis, line index and the spans naming the function there (calls and
         ``import`` items): what references and a rename of the function reach beyond the
-        document asked."""
-        return await self.importer_uses(uri, home, lambda a: a.calls_of(home, name), name)
+        document asked (``left_out``: :meth:`disk_uses`)."""
+        find: Callable[[Analysis], list[Span]] = lambda a: a.calls_of(home, name)  # noqa: E731
+        return await self.importer_uses(uri, home, find, name, left_out)
 
     async def importer_uses(
-        self, uri: str, home: str, find: Callable[[Analysis], list[Span]], name: str | None = None
+        self,
+        uri: str,
+        home: str,
+        find: Callable[[Analysis], list[Span]],
+        name: str | None = None,
+        left_out: list[Path] | None = None,
     ) -> list[tuple[str, Analysis, LineIndex, list[Span]]]:
         """The open documents besides ``uri`` that are the file ``home`` or import it, each
         with its analysis, line index and what ``find`` returns for it, when not empty; with
@@ -501,29 +507,29 @@ class FlowLanguageServer(LanguageServer):
                 out.append((other, analysis, index, spans))
         if name is not None:
             loop = asyncio.get_running_loop()
-            out.extend(await loop.run_in_executor(self._worker, self.disk_uses, home, name, find))
+            skipped = [] if left_out is None else left_out
+            out.extend(
+                await loop.run_in_executor(self._worker, self.disk_uses, home, name, find, skipped)
+            )
         return out
 
-    def workspace_roots(self) -> list[str]:
-        """The directories of the client's workspace folders, else of its ``rootUri``."""
-        folders: dict[str, lsp.WorkspaceFolder] = self.workspace.folders
-        roots = [p for p in (to_fs_path(f.uri) for f in folders.values()) if p]
-        root: str | None = self.workspace.root_path
-        return roots or ([root] if root else [])
-
     def disk_uses(
-        self, home: str, name: str, find: Callable[[Analysis], list[Span]]
+        self,
+        home: str,
+        name: str,
+        find: Callable[[Analysis], list[Span]],
+        left_out: list[Path],
     ) -> list[tuple[str, Analysis, LineIndex, list[Span]]]:
         """Runs on a worker thread: the `.flow` files on disk that are not open — the file
         ``home`` and the workspace's files whose ``import`` items bring ``name`` from it
         (:func:`agentflow.lsp.workspace_files.importing_files`) — each checked (with the open
         documents' texts for the files it imports) and, when ``find`` finds spans in it, with
-        its URI, analysis and line index. A file that does not parse is left out (its text is
-        not edited: one line on the server's log says so)."""
+        its URI, analysis and line index. A file that does not parse (or cannot be checked) is
+        left out — appended to ``left_out``, and one line on the server's log says so."""
         opened = {file_key(self.file_of(u)) for u in list(self.workspace.text_documents)}
         target = file_key(home)
         files: list[tuple[Path, str | None]] = [] if target in opened else [(target, None)]
-        files += importing_files(self.workspace_roots(), home, name)
+        files += importing_files(workspace_roots(self.workspace), home, name)
         out: list[tuple[str, Analysis, LineIndex, list[Span]]] = []
         for path, text in files:
             if path in opened:
@@ -535,9 +541,11 @@ class FlowLanguageServer(LanguageServer):
                 analysis = analyze(source, file, IncrementalParser(file), importer)
             except Exception as e:  # noqa: BLE001 - a file that cannot be checked is skipped
                 _log.warning("%s left out: %s: %s", path, type(e).__name__, e)
+                left_out.append(path)
                 continue
             if any(d.code == "syntax-error" for d in analysis.result.diagnostics):
                 _log.warning("%s left out: it does not parse", path)
+                left_out.append(path)
                 continue
             spans = find(analysis)
             if spans:
@@ -737,10 +745,6 @@ def _unique_locations(found: list[lsp.Location]) -> list[lsp.Location]:
     return out
 
 
-def _at(p: lsp.Position) -> tuple[int, int]:
-    return p.line, p.character
-
-
 def _overlaps(a: lsp.Range, b: lsp.Range) -> bool:
     """Whether two ranges share a position (ends inclusive: a cursor touching a diagnostic
     counts)."""
@@ -903,7 +907,8 @@ def create_server() -> FlowLanguageServer:
         state = ls.states.get(uri)
         analysis = state.analysis if state is not None else await ls.analysis_of(uri, text)
         index = LineIndex(text, ls.encoding)
-        hint = analysis.signature_help(index.offset(*_at(params.position)), text)
+        at = params.position
+        hint = analysis.signature_help(index.offset(at.line, at.character), text)
         if hint is None:
             return None
         info = lsp.SignatureInformation(
@@ -984,10 +989,13 @@ def create_server() -> FlowLanguageServer:
         new = params.new_name
         spans = analysis.references_for_rename(offset) or []
         changes = {uri: [lsp.TextEdit(ls.range_of(s, index), new) for s in spans]}
+        left_out: list[Path] = []  # importers on disk that do not parse
         name = analysis.own_function(offset)
-        if name is not None and new != name:  # the open documents importing it follow
+        if name is not None and new != name:  # the files importing it follow
             home = ls.file_of(uri)
-            for other, imported, other_index, found in await ls.function_uses(uri, name, home):
+            for other, imported, other_index, found in await ls.function_uses(
+                uri, name, home, left_out
+            ):
                 problem = imported.function_clash(ls.file_of(uri), name, new)
                 if problem is not None:
                     raise JsonRpcInvalidParams(f"cannot rename: {problem}")
@@ -996,12 +1004,22 @@ def create_server() -> FlowLanguageServer:
         if type_name is not None and new != type_name:  # its import items (uses without `as`)
             home, old = ls.file_of(uri), type_name
             for other, imported, other_index, found in await ls.importer_uses(
-                uri, home, lambda a: a.type_uses_of(home, old), old
+                uri, home, lambda a: a.type_uses_of(home, old), old, left_out
             ):
                 problem = imported.type_clash(home, old, new)
                 if problem is not None:
                     raise JsonRpcInvalidParams(f"cannot rename: {problem}")
                 changes[other] = [lsp.TextEdit(ls.range_of(s, other_index), new) for s in found]
+        if left_out:  # the user is told which files keep the old name
+            old_name = name or type_name
+            shown = ", ".join(f"`{p.name}`" for p in left_out)
+            ls.window_show_message(
+                lsp.ShowMessageParams(
+                    type=lsp.MessageType.Warning,
+                    message=f"rename of `{old_name}`: {shown} left out (it does not parse): "
+                    f"rename it there once it does",
+                )
+            )
         return lsp.WorkspaceEdit(changes=changes)
 
     @server.feature(lsp.TEXT_DOCUMENT_REFERENCES)

@@ -16,9 +16,13 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from lsprotocol.types import WorkspaceFolder
+from pygls.uris import to_fs_path
+from pygls.workspace import Workspace
+
 from agentflow.compiler.imports import file_key, importers_of, read_source
 
-__all__ = ["MAX_DIRS", "MAX_FILES", "flow_files", "importing_files"]
+__all__ = ["MAX_DIRS", "MAX_FILES", "flow_files", "importing_files", "workspace_roots"]
 
 #: the most `.flow` files :func:`flow_files` lists
 MAX_FILES = 5000
@@ -29,6 +33,15 @@ _SKIPPED = frozenset({"node_modules", "__pycache__"})
 
 #: an ``import { … } from "PATH"`` item, found without parsing: (names, path)
 _IMPORT = re.compile(r'\bimport[ \t]*\{([^}]*)\}\s*from[ \t]+"([^"\n]*)"')
+
+
+def workspace_roots(workspace: Workspace) -> list[str]:
+    """The directories of the client's workspace folders (kept by pygls, with their changes),
+    else of its ``rootUri``; empty when it gave neither."""
+    folders: dict[str, WorkspaceFolder] = workspace.folders
+    roots = [p for p in (to_fs_path(f.uri) for f in folders.values()) if p]
+    root: str | None = workspace.root_path
+    return roots or ([root] if root else [])
 
 
 def flow_files(roots: Iterable[str | os.PathLike[str]]) -> list[Path]:
