@@ -9,7 +9,8 @@ Features (LSP 3.17):
   information and the hint appended to the message; a result for a stale version is dropped;
 - hover, go to definition, find references, completion (trigger characters ``.`` and ``:``),
   signature help in a call's arguments (user and library functions, tools),
-  document symbols, prepare-rename and rename (``let``/loop variables, stages, ``use`` aliases,
+  document symbols, workspace symbols (the workspace's `.flow` files on disk too), prepare-rename
+  and rename (``let``/loop variables, stages, ``use`` aliases,
   types, user functions and their parameters; the references and rename of a type or user
   function reach the files that import it, open or on disk under the workspace folders:
   :meth:`FlowLanguageServer.disk_uses`), whole-document formatting (``flowc fmt``);
@@ -71,7 +72,7 @@ from agentflow.lsp.incremental import IncrementalParser
 from agentflow.lsp.positions import LineIndex
 from agentflow.lsp.stdio import CheckedStdin, log_to_stderr
 from agentflow.lsp.watch import WATCH_INTERVAL_S, FileWatch, config_candidates
-from agentflow.lsp.workspace_files import importing_files, workspace_roots
+from agentflow.lsp.workspace_files import importing_files, workspace_roots, workspace_symbols
 from agentflow.runtime.config_check import config_diagnostics
 from agentflow.stdlib import PRELUDE
 
@@ -940,6 +941,31 @@ def create_server() -> FlowLanguageServer:
             )
 
         return [conv(s) for s in analysis.symbols()]
+
+    @server.feature(lsp.WORKSPACE_SYMBOL)
+    async def workspace_symbol(
+        ls: FlowLanguageServer, params: lsp.WorkspaceSymbolParams
+    ) -> list[lsp.SymbolInformation]:
+        """The declarations matching the query in the open documents and the workspace's
+        `.flow` files (:func:`agentflow.lsp.workspace_files.workspace_symbols`)."""
+        docs: dict[str, TextDocument] = ls.workspace.text_documents
+        opened = {file_key(ls.file_of(u)): d.source for u, d in list(docs.items())}
+        loop = asyncio.get_running_loop()
+        roots = workspace_roots(ls.workspace)
+        found = await loop.run_in_executor(
+            ls._worker, workspace_symbols, roots, opened, params.query
+        )
+        indexes: dict[Path, LineIndex] = {}
+        out = []
+        for path, text, kind, name, start, end in found:
+            index = indexes.setdefault(path, LineIndex(text, ls.encoding))
+            where = lsp.Range(
+                lsp.Position(*index.position(start)), lsp.Position(*index.position(end))
+            )
+            uri = from_fs_path(str(path)) or str(path)
+            location = lsp.Location(uri, where)
+            out.append(lsp.SymbolInformation(location, name, _SYMBOL_KINDS[kind]))
+        return out
 
     @server.feature(lsp.TEXT_DOCUMENT_CODE_LENS)
     async def code_lens(ls: FlowLanguageServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:

@@ -7,7 +7,8 @@ and, without any, those near the declaring file
 The walk is bounded (:data:`MAX_FILES` `.flow` files, :data:`MAX_DIRS` directories; hidden
 directories, ``node_modules`` and ``__pycache__`` are not entered) and each file is first read
 as text: only one whose ``import`` items name the declaring file and the name asked for is
-checked (:func:`importing_files`)."""
+checked (:func:`importing_files`). The same files give the workspace's symbols
+(:func:`workspace_symbols`, LSP ``workspace/symbol``)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,15 @@ from pygls.workspace import Workspace
 
 from agentflow.compiler.imports import file_key, importers_of, read_source
 
-__all__ = ["MAX_DIRS", "MAX_FILES", "flow_files", "importing_files", "workspace_roots"]
+__all__ = [
+    "MAX_DIRS",
+    "MAX_FILES",
+    "MAX_SYMBOLS",
+    "flow_files",
+    "importing_files",
+    "workspace_roots",
+    "workspace_symbols",
+]
 
 #: the most `.flow` files :func:`flow_files` lists
 MAX_FILES = 5000
@@ -97,4 +106,54 @@ def importing_files(
             for names, written in _IMPORT.findall(text)
         ):
             out.append((path, text))
+    return out
+
+
+#: the most symbols :func:`workspace_symbols` gives
+MAX_SYMBOLS = 1000
+
+_NAME = r"([A-Za-z_][A-Za-z0-9_]*)"
+#: a declaration at the start of a line, by kind (an outline kind of :mod:`.symbols`)
+_DECLARATIONS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("flow", re.compile(rf"^flow[ \t]+{_NAME}", re.M)),
+    ("type", re.compile(rf"^(?:extern[ \t]+)?type[ \t]+{_NAME}", re.M)),
+    ("tool", re.compile(rf'^extern[ \t]+tool[ \t]+(?:"[^"\n]*"[ \t]+as[ \t]+)?{_NAME}', re.M)),
+    ("function", re.compile(rf"^fn[ \t]+{_NAME}", re.M)),
+    ("stage", re.compile(rf"^stage[ \t]+{_NAME}", re.M)),
+    ("agent", re.compile(rf'^use[ \t]+agent[ \t]+"[^"\n]*"[ \t]+as[ \t]+{_NAME}', re.M)),
+    ("team", re.compile(rf'^use[ \t]+team[ \t]+"[^"\n]*"[ \t]+as[ \t]+{_NAME}', re.M)),
+)
+
+
+def _matches(query: str, name: str) -> bool:
+    """Whether the characters of ``query`` appear in ``name`` in order, case aside (what
+    editors' symbol pickers do: ``tkt`` finds ``Ticket``)."""
+    rest = iter(name.lower())
+    return all(c in rest for c in query.lower())
+
+
+def workspace_symbols(
+    roots: Iterable[str | os.PathLike[str]], opened: dict[Path, str], query: str
+) -> list[tuple[Path, str, str, str, int, int]]:
+    """``(path, its text, kind, name, start, end offsets of the name)`` of each top-level
+    declaration — ``flow``, ``type``/``extern type``, ``extern tool``, ``fn``, ``stage``, ``use
+    agent``/``use team`` — whose name matches ``query`` (:func:`_matches`), in the open
+    documents (``opened``: their texts by path) and the `.flow` files under ``roots``
+    (:func:`flow_files`), at most :data:`MAX_SYMBOLS`. Found by reading each line's start,
+    not by parsing: a file being written gives its symbols too."""
+    out: list[tuple[Path, str, str, str, int, int]] = []
+    files = list(opened) + [p for p in flow_files(roots) if p not in opened]
+    for path in files:
+        text = opened.get(path)
+        if text is None:
+            try:
+                text = read_source(path)
+            except OSError:
+                continue
+        for kind, pattern in _DECLARATIONS:
+            for m in pattern.finditer(text):
+                if _matches(query, m.group(1)):
+                    out.append((path, text, kind, m.group(1), m.start(1), m.end(1)))
+                    if len(out) >= MAX_SYMBOLS:
+                        return out
     return out
