@@ -19,6 +19,7 @@ facade: each query is one line handing the analysis to the module of its feature
 - :meth:`Analysis.fixes` — the quick fixes a diagnostic's hint states exactly (:mod:`.fixes`);
 - :meth:`Analysis.completions` — context-sensitive completion items (docs/spec/LANGUAGE.md
   §2–8) (:mod:`.completion`);
+- :meth:`Analysis.signature_help` — the signature of the call being typed (:mod:`.signature_help`);
 - :meth:`Analysis.symbols` — the document outline (flow, types with fields, tools, uses, tests,
   stages) (:mod:`.symbols`).
 """
@@ -34,10 +35,20 @@ from agentflow.compiler.imports import Importer, check_parsed
 from agentflow.core.diagnostics import Diagnostic
 from agentflow.core.spans import Span
 from agentflow.grammar import ast
-from agentflow.lsp import completion, fixes, hover, locate, navigation, symbols, user_functions
+from agentflow.lsp import (
+    completion,
+    fixes,
+    hover,
+    locate,
+    navigation,
+    signature_help,
+    symbols,
+    user_functions,
+)
 from agentflow.lsp.completion import Completion
 from agentflow.lsp.fixes import Fix
 from agentflow.lsp.navigation import IDENT_RE
+from agentflow.lsp.signature_help import SignatureHint
 from agentflow.lsp.symbols import DocSymbol
 
 __all__ = ["Analysis", "Completion", "DocSymbol", "Fix", "analyze", "IDENT_RE"]
@@ -137,6 +148,17 @@ class Analysis:
         ``name`` rewrites (``import`` items, and uses where it is imported without ``as``)."""
         return navigation.type_uses_in(self, declared_in, name)
 
+    def type_home(self, offset: int) -> tuple[str, str] | None:
+        """``(name in its file, file declaring it)`` of the declared type under ``offset``."""
+        return navigation.type_home(self, offset)
+
+    def type_references_of(
+        self, declared_in: str, name: str, include_declaration: bool = True
+    ) -> list[Span]:
+        """In this document (``declared_in`` or an importer of it): the spans naming its type
+        ``name`` (references from another document)."""
+        return navigation.type_references_in(self, declared_in, name, include_declaration)
+
     def type_clash(self, declared_in: str, name: str, new: str) -> str | None:
         """Why this document, importing the type ``name`` of ``declared_in``, refuses its
         rename to ``new``, or None."""
@@ -156,6 +178,11 @@ class Analysis:
     def tests(self) -> list[tuple[str, Span]]:
         """``(name, span of the name)`` of every ``test`` block, in source order."""
         return symbols.tests(self)
+
+    def signature_help(self, offset: int, text: str | None = None) -> SignatureHint | None:
+        """The signature of the call whose arguments ``offset`` of ``text`` (default: the
+        analysed text) is in, with the parameter being written, or None."""
+        return signature_help.signature_help(self, self.text if text is None else text, offset)
 
     def completions(self, offset: int, text: str | None = None) -> list[Completion]:
         """Completion items at ``offset`` of ``text`` (default: the analysed text)."""

@@ -145,12 +145,14 @@ class LspClient:
         options: Any = None,
         timeout: float = 60.0,
         workspace: dict[str, Any] | None = None,
+        root: str | None = None,
     ) -> dict[str, Any]:
         """``initialize`` + ``initialized``; returns the server capabilities. The answer waits
         for the server process to start (its imports), so ``timeout`` (seconds) is generous: a
         loaded machine takes many times an idle one's half second. ``workspace``: the client's
         ``workspace`` capabilities (``{"didChangeWatchedFiles": {"dynamicRegistration":
-        True}}``), none by default."""
+        True}}``), none by default. ``root``: the URI of the workspace folder (sent as
+        ``rootUri`` and the one ``workspaceFolders`` entry), none by default."""
         caps: dict[str, Any] = {
             "textDocument": {
                 "hover": {"contentFormat": ["markdown", "plaintext"]},
@@ -162,11 +164,13 @@ class LspClient:
             caps["general"] = {"positionEncodings": encodings}
         if workspace is not None:
             caps["workspace"] = workspace
+        folders = [{"uri": root, "name": root.rstrip("/").rsplit("/", 1)[-1]}] if root else None
         result: dict[str, Any] = self.request(
             "initialize",
             {
                 "processId": None,
-                "rootUri": None,
+                "rootUri": root,
+                "workspaceFolders": folders,
                 "capabilities": caps,
                 "initializationOptions": options,
             },

@@ -195,7 +195,12 @@ def step_completions(a: Analysis) -> list[Completion]:
             continue
         seen.add(name)
         out.append(
-            Completion(name, "variable", f"{T.type_str(step.type)} (stage {step.stage})", doc)
+            Completion(
+                name,
+                "variable",
+                f"{locate.spelt(a.result.env, step.type)} (stage {step.stage})",
+                doc,
+            )
         )
     return out
 
@@ -213,7 +218,7 @@ def branch_completions(a: Analysis, name: str) -> list[Completion]:
             if b.key in seen or not effectful(b.value):
                 continue
             seen.add(b.key)
-            detail = f"{T.type_str(a.result.type_of(b.value))} (branch of `{name}`)"
+            detail = f"{locate.spelt(a.result.env, a.result.type_of(b.value))} (branch of `{name}`)"
             out.append(Completion(b.key, "field", detail))
     return out
 
@@ -338,7 +343,7 @@ def expr_completions(a: Analysis, offset: int) -> list[Completion]:
     """Names where an expression may start at ``offset``: ``input``, earlier stages, ``use``
     aliases, the ``let`` and loop variables in scope, tools and statement keywords."""
     res = a.result
-    out: list[Completion] = [Completion("input", "variable", T.type_str(res.input_type))]
+    out: list[Completion] = [Completion("input", "variable", locate.spelt(res.env, res.input_type))]
     stage: ast.StageDecl | None = None
     for item in a.module.items:
         if isinstance(item, ast.StageDecl):
@@ -347,7 +352,11 @@ def expr_completions(a: Analysis, offset: int) -> list[Completion]:
                 break
             if item.span.end < offset and item.name.name in res.stage_types:
                 out.append(
-                    Completion(item.name.name, "stage", T.type_str(res.stage_types[item.name.name]))
+                    Completion(
+                        item.name.name,
+                        "stage",
+                        locate.spelt(res.env, res.stage_types[item.name.name]),
+                    )
                 )
     for alias, u in res.uses.items():
         out.append(Completion(alias, "agent", f'use {u.kind} "{u.target}"'))
@@ -356,7 +365,8 @@ def expr_completions(a: Analysis, offset: int) -> list[Completion]:
         for n in ast.walk(stage.body):
             if isinstance(n, ast.LetStmt) and n.span.end <= offset and n.name.name not in seen:
                 seen.add(n.name.name)
-                out.append(Completion(n.name.name, "variable", T.type_str(res.type_of(n.value))))
+                shown = locate.spelt(res.env, T.widen(res.type_of(n.value)))
+                out.append(Completion(n.name.name, "variable", shown))
             elif isinstance(n, (ast.MapExpr, ast.FilterExpr, ast.ReduceExpr)) and (
                 n.span.start <= offset <= n.span.end
             ):
@@ -395,7 +405,7 @@ def _fields_of(t: T.Type, env: T.TypeEnv) -> list[Completion]:
         t = T.VERDICT_OBJECT
     if isinstance(t, T.ObjectType):
         for k, f in t.fields.items():
-            out.append(Completion(k, "field", T.type_str(f.type), f.doc))
+            out.append(Completion(k, "field", locate.spelt(env, f.type), f.doc))
     elif isinstance(t, (T.ListType, T.MapType)) or t == T.TEXT or t in (T.PATH, T.MEMBER):
         out.append(Completion("count", "property", "int"))
     elif isinstance(t, T.UseType) and t.kind == "team":

@@ -46,11 +46,11 @@ def hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
         # a name used inside a narrowing `if` has the narrowed type the checker gave it
         shown = res.expr_types.get(id(name), sym.type) if isinstance(name, ast.Name) else sym.type
         shown = sym.type if isinstance(shown, T.ErrorType) else shown
-        written = type_text(shown)
+        written = type_text(a, shown)
         declared = written_of(sym.decl) if shown is sym.type else None
         if declared is not None:  # `s: Sev`, `stage a -> Sev`: the alias as written
             written = declared
-        text = locate.fence(labelled(f"({sym.kind}) {sym.name}", written))
+        text = locate.fence(labelled(f"({kind_label(sym)}) {sym.name}", written))
         doc = symbol_doc(a, sym)
         return locate.with_doc(text, doc), name.span
     if kind == "tool":
@@ -74,20 +74,14 @@ def hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
         return locate.with_doc(shown, locate.type_doc(a, payload)), node.span
     if kind == "fielddecl":
         fd: ast.FieldDecl = payload
-        owner = next((p for p in reversed(path) if isinstance(p, ast.TypeDecl)), None)
-        ftype = None
-        if owner is not None and owner.name.name in res.env.objects:
-            f = res.env.objects[owner.name.name].fields.get(fd.name.name)
-            ftype = type_text(f.type) if f is not None else None
-        return (
-            locate.with_doc(locate.fence(f"(field) {fd.name.name}: {ftype or '?'}"), fd.doc),
-            fd.name.span,
-        )
+        # as written (`sev: Sev`), in a `type` or an inline object type (`expect { n: int }`)
+        shown = f"(field) {fd.name.name}: {written_type(fd.type)}"
+        return locate.with_doc(locate.fence(shown), fd.doc), fd.name.span
     if kind == "letdecl":
         let: ast.LetStmt = payload
         sym = let_symbol(a, let)  # the type it binds: as written, else its value's, widened
         t = sym.type if sym is not None else T.widen(res.type_of(let.value))
-        written = written_of(let) or type_text(t)
+        written = written_of(let) or type_text(a, t)
         return (
             locate.with_doc(
                 locate.fence(labelled(f"(let) {let.name.name}", written)),
@@ -99,7 +93,7 @@ def hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
         st: ast.StageDecl = payload
         t = res.stage_types.get(st.name.name, T.ERROR)
         doc = st.doc or locate.doc_before(a, st.span)
-        written = written_of(st) or type_text(t)
+        written = written_of(st) or type_text(a, t)
         return locate.with_doc(
             locate.fence(labelled(f"(stage) {st.name.name}", written)), doc
         ), st.name.span
@@ -130,7 +124,7 @@ def hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
         _, ident = payload
         for sym in res.references.values():
             if sym.decl is payload[0] and sym.name == ident.name:
-                shown = labelled(f"({sym.kind}) {sym.name}", type_text(sym.type))
+                shown = labelled(f"({kind_label(sym)}) {sym.name}", type_text(a, sym.type))
                 return locate.fence(shown), ident.span
         return None
     if kind == "member":
@@ -148,7 +142,7 @@ def hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
             ):
                 what = "branch"
         return locate.with_doc(
-            locate.fence(labelled(f"({what}) {m.name}", type_text(t))), doc
+            locate.fence(labelled(f"({what}) {m.name}", type_text(a, t))), doc
         ), m.name_span
     if kind == "expr":
         e = payload
@@ -170,7 +164,7 @@ def hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
         doc = None
         if isinstance(t, T.NamedRef):
             doc = locate.type_doc(a, t.name)
-        shown = type_text(t)
+        shown = type_text(a, t)
         if shown is None:  # a type the checker could not give (a syntax or type error)
             return None
         if len(shown) > HOVER_MAX_TYPE:  # e.g. the literal type of a huge string
@@ -188,6 +182,10 @@ def function_hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
             if s.start <= offset <= s.end:
                 spec = FUNCTIONS[node.name]
                 doc = f"{spec.summary}\n\ne.g. `{spec.example}` gives `{_json(spec.result)}`"
+                here = a.result.expr_types.get(id(node))
+                shown = type_text(a, here) if here is not None and spec.type_params else None
+                if shown is not None:  # a generic one: its result here, instantiated
+                    doc = f"here it gives `{shown}`\n\n{doc}"
                 return locate.with_doc(locate.fence(f"(function) {spec.signature}"), doc), s
             return None
     return None
@@ -223,7 +221,7 @@ def loop_hover(a: Analysis, e: ast.LoopExpr, t: T.Type) -> str:
     """The hover of a ``loop`` keyword: its head with the state's type, what the round variable
     counts, and when it ends (docs/reference/control.md "loop")."""
     bound = a.text[e.over.span.start : e.over.span.end]
-    head = labelled(f"loop up to {bound} as {e.var.name}, {e.acc.name}", type_text(t))
+    head = labelled(f"loop up to {bound} as {e.var.name}, {e.acc.name}", type_text(a, t))
     lines = [
         f"At most {bound} rounds, one after the other; `{e.var.name}` is the round number "
         f"(1, 2, …), `{e.acc.name}` the state (each round's value is the next state)."
@@ -248,9 +246,9 @@ def match_hover(a: Analysis, e: ast.MatchExpr, t: T.Type) -> str:
     an arm is chosen (docs/reference/expressions.md "match")."""
     subject = a.text[e.subject.span.start : e.subject.span.end]
     st = a.result.expr_types.get(id(e.subject))
-    subject_type = type_text(st) if st is not None else None
+    subject_type = type_text(a, st) if st is not None else None
     typed = f": {subject_type}" if subject_type is not None else ""
-    value_type = type_text(t)
+    value_type = type_text(a, t)
     head = f"match {subject}{typed}" + (f" -> {value_type}" if value_type is not None else "")
     wild = any(arm.wildcard_span is not None for arm in e.arms)
     doc = (
@@ -283,7 +281,7 @@ def branch_hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
     obj = locate.object_of(a, T.widen(bt)) if bt is not None else None
     if obj is not None and b.key in obj.fields:  # as the block's value gives it (widened)
         t = obj.fields[b.key].type
-    shown = type_text(T.widen(t)) if t is not None else None
+    shown = type_text(a, T.widen(t)) if t is not None else None
     return locate.fence(labelled(f"(branch) {b.key}", shown)), b.key_span
 
 
@@ -301,7 +299,7 @@ def parallel_hover(a: Analysis, e: ast.ParallelExpr, t: T.Type) -> str:
         "branch. The first branch that fails stops the others and fails the block (`catch` "
         "inside a branch keeps its failure a value)."
     )
-    return locate.fence(labelled("parallel", type_text(T.widen(t)))) + "\n\n" + doc
+    return locate.fence(labelled("parallel", type_text(a, T.widen(t)))) + "\n\n" + doc
 
 
 def symbol_doc(a: Analysis, sym: Symbol) -> str | None:
@@ -327,10 +325,18 @@ def let_symbol(a: Analysis, let: ast.LetStmt) -> Symbol | None:
     return None
 
 
-def type_text(t: T.Type) -> str | None:
-    """``t`` as a hover shows it, or None when the checker could not type it (an error type
-    anywhere in it: a hover never shows a placeholder)."""
-    return None if _has_error(t) else T.type_str(t)
+def type_text(a: Analysis, t: T.Type) -> str | None:
+    """``t`` as a hover shows it — in the names the program wrote: a union or inline object that
+    is the type of one ``type N = …`` of the document (declared or imported, under the name it
+    has here) is spelt ``N`` (:func:`alias_named`) — or None when the checker could not type it (an error
+    type anywhere in it: a hover never shows a placeholder)."""
+    return None if _has_error(t) else locate.spelt(a.result.env, t)
+
+
+def kind_label(sym: Symbol) -> str:
+    """The kind a hover names a value binding by: the checker's kind (``let``, ``loopvar``,
+    ``acc``, ``stage``…), except ``error`` for the failure ``catch … as e`` binds."""
+    return "error" if isinstance(sym.decl, ast.CatchExpr) else sym.kind
 
 
 def labelled(label: str, written: str | None) -> str:

@@ -580,3 +580,45 @@ def type_clash_in(a: Analysis, declared_in: str, name: str, new: str) -> str | N
     if new in a.result.functions:  # `import { rank, Level }` would name `rank` twice
         return f"`{where}` imports `{name}` and already has a function named `{new}`"
     return None
+
+
+def type_home(a: Analysis, offset: int) -> tuple[str, str] | None:
+    """``(name in its file, file declaring it)`` of the declared type named under ``offset`` —
+    one of this file's or an imported one (under an ``as`` name too) — or None (a built-in or
+    prelude type, or no type there)."""
+    target = locate.target(a, offset)
+    if target is None or target[0] != "type":
+        return None
+    decl = locate.type_decls(a).get(target[1])
+    if decl is None or (decl.span.file != a.module.file and not os.path.isabs(decl.span.file)):
+        return None
+    return decl.name.name, decl.span.file
+
+
+def type_references_in(
+    a: Analysis, declared_in: str, name: str, include_declaration: bool = True
+) -> list[Span]:
+    """In the document of ``a`` — the file ``declared_in`` or one importing it — every span
+    naming the type ``name`` declared there: in that file its uses (and, with
+    ``include_declaration``, its declaration's name); in an importer its name in the ``import``
+    items, the ``as`` name given it and the uses of the name it has there. Empty when the
+    document does not know that type."""
+    if file_key(a.module.file) == file_key(declared_in):
+        decl = locate.type_decls(a).get(name)
+        if decl is None or decl.span.file != a.module.file:
+            return []
+        out = [
+            n.span for n in ast.walk(a.module) if isinstance(n, ast.NamedType) and n.name == name
+        ]
+        return locate.unique(out + ([decl.name.span] if include_declaration else []))
+    out = []
+    for foreign, local in _imports_of(a, declared_in, name):
+        out.append(foreign.span)
+        if local is not foreign:
+            out.append(local.span)
+        out.extend(
+            n.span
+            for n in ast.walk(a.module)
+            if isinstance(n, ast.NamedType) and n.name == local.name
+        )
+    return locate.unique(out)

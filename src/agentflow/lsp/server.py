@@ -8,9 +8,12 @@ Features (LSP 3.17):
   ``flowc check`` (:func:`agentflow.compiler.api.check_source`), with notes as related
   information and the hint appended to the message; a result for a stale version is dropped;
 - hover, go to definition, find references, completion (trigger characters ``.`` and ``:``),
-  document symbols, prepare-rename and rename (``let``/loop variables, stages, ``use`` aliases,
-  types, user functions and their parameters; a user function's references and rename reach
-  the open documents that import it), whole-document formatting (``flowc fmt``);
+  signature help in a call's arguments (user and library functions, tools),
+  document symbols, workspace symbols (the workspace's `.flow` files on disk too), prepare-rename
+  and rename (``let``/loop variables, stages, ``use`` aliases,
+  types, user functions and their parameters; the references and rename of a type or user
+  function reach the files that import it, open or on disk under the workspace folders:
+  :meth:`FlowLanguageServer.disk_uses`), whole-document formatting (``flowc fmt``);
 - ``quickfix`` code actions for the diagnostics whose hint states an exact edit ("did you mean
   `X`?", ``tools none``, ``_name``, a missing ``use agent``), see
   :meth:`agentflow.lsp.analysis.Analysis.fixes`;
@@ -31,7 +34,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import re
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -60,7 +62,6 @@ from agentflow.compiler.imports import Importer, file_key, read_source
 from agentflow.compiler.lowering import LoweringError, lower
 from agentflow.compiler.project import generated_modules, project_diagnostics
 from agentflow.core.diagnostics import Diagnostic
-from agentflow.core.redaction import RedactingStream, redact, register_environment
 from agentflow.core.spans import Span
 from agentflow.core.version import __version__
 from agentflow.errors import PlanLoadError
@@ -69,7 +70,9 @@ from agentflow.ir.loader import load_plan_data
 from agentflow.lsp.analysis import Analysis, analyze
 from agentflow.lsp.incremental import IncrementalParser
 from agentflow.lsp.positions import LineIndex
+from agentflow.lsp.stdio import CheckedStdin, log_to_stderr
 from agentflow.lsp.watch import WATCH_INTERVAL_S, FileWatch, config_candidates
+from agentflow.lsp.workspace_files import importing_files, workspace_roots, workspace_symbols
 from agentflow.runtime.config_check import config_diagnostics
 from agentflow.stdlib import PRELUDE
 
@@ -465,27 +468,35 @@ class FlowLanguageServer(LanguageServer):
         return analysis, index, index.offset(position.line, position.character)
 
     async def function_uses(
-        self, uri: str, name: str, home: str
+        self, uri: str, name: str, home: str, left_out: list[Path] | None = None
     ) -> list[tuple[str, Analysis, LineIndex, list[Span]]]:
-        """The open documents besides ``uri`` that name the user function ``name`` declared in
-        the file ``home`` — that file's and those importing it — each with its analysis, line
-        index and the spans naming the function there (calls and ``import`` items): what
-        references and a rename of the function reach beyond the document asked."""
-        return await self.importer_uses(uri, home, lambda a: a.calls_of(home, name))
+        """The documents besides ``uri`` that name the user function ``name`` declared in the
+        file ``home`` — that file's and those importing it, open or on disk in the workspace —
+        each with its analysis, line index and the spans naming the function there (calls and
+        ``import`` items): what references and a rename of the function reach beyond the
+        document asked (``left_out``: :meth:`disk_uses`)."""
+        find: Callable[[Analysis], list[Span]] = lambda a: a.calls_of(home, name)  # noqa: E731
+        return await self.importer_uses(uri, home, find, name, left_out)
 
     async def importer_uses(
-        self, uri: str, home: str, find: Callable[[Analysis], list[Span]]
+        self,
+        uri: str,
+        home: str,
+        find: Callable[[Analysis], list[Span]],
+        name: str | None = None,
+        left_out: list[Path] | None = None,
     ) -> list[tuple[str, Analysis, LineIndex, list[Span]]]:
         """The open documents besides ``uri`` that are the file ``home`` or import it, each
-        with its analysis, line index and what ``find`` returns for it, when not empty."""
+        with its analysis, line index and what ``find`` returns for it, when not empty; with
+        ``name`` (the importable name asked about) also the files on disk that are not open:
+        :meth:`disk_uses`."""
         path = file_key(home)
         out: list[tuple[str, Analysis, LineIndex, list[Span]]] = []
         for other in list(self.workspace.text_documents):
             if other == uri:
                 continue
-            if file_key(self.file_of(other)) != path and path not in self._reads.get(
-                other, frozenset()
-            ):
+            reads = self._reads.get(other)  # None: not checked yet, it may import it
+            if file_key(self.file_of(other)) != path and reads is not None and path not in reads:
                 continue
             got = await self.analysis(other)
             if got is None:
@@ -494,6 +505,52 @@ class FlowLanguageServer(LanguageServer):
             spans = find(analysis)
             if spans:
                 out.append((other, analysis, index, spans))
+        if name is not None:
+            loop = asyncio.get_running_loop()
+            skipped = [] if left_out is None else left_out
+            out.extend(
+                await loop.run_in_executor(self._worker, self.disk_uses, home, name, find, skipped)
+            )
+        return out
+
+    def disk_uses(
+        self,
+        home: str,
+        name: str,
+        find: Callable[[Analysis], list[Span]],
+        left_out: list[Path],
+    ) -> list[tuple[str, Analysis, LineIndex, list[Span]]]:
+        """Runs on a worker thread: the `.flow` files on disk that are not open — the file
+        ``home`` and the workspace's files whose ``import`` items bring ``name`` from it
+        (:func:`agentflow.lsp.workspace_files.importing_files`) — each checked (with the open
+        documents' texts for the files it imports) and, when ``find`` finds spans in it, with
+        its URI, analysis and line index. A file that does not parse (or cannot be checked) is
+        left out — appended to ``left_out``, and one line on the server's log says so."""
+        opened = {file_key(self.file_of(u)) for u in list(self.workspace.text_documents)}
+        target = file_key(home)
+        files: list[tuple[Path, str | None]] = [] if target in opened else [(target, None)]
+        files += importing_files(workspace_roots(self.workspace), home, name)
+        out: list[tuple[str, Analysis, LineIndex, list[Span]]] = []
+        for path, text in files:
+            if path in opened:
+                continue
+            try:
+                source = read_source(path) if text is None else text
+                file = str(path)
+                importer = Importer(self.read_imported, self.import_cache)
+                analysis = analyze(source, file, IncrementalParser(file), importer)
+            except Exception as e:  # noqa: BLE001 - a file that cannot be checked is skipped
+                _log.warning("%s left out: %s: %s", path, type(e).__name__, e)
+                left_out.append(path)
+                continue
+            if any(d.code == "syntax-error" for d in analysis.result.diagnostics):
+                _log.warning("%s left out: it does not parse", path)
+                left_out.append(path)
+                continue
+            spans = find(analysis)
+            if spans:
+                index = LineIndex(source, self.encoding)
+                out.append((from_fs_path(file) or file, analysis, index, spans))
         return out
 
     def range_of(self, span: Span, index: LineIndex) -> lsp.Range:
@@ -675,6 +732,19 @@ def _graph_args(args: tuple[Any, ...]) -> tuple[Any, str]:
     return uri, str(opts.get("format", "mermaid"))
 
 
+def _unique_locations(found: list[lsp.Location]) -> list[lsp.Location]:
+    """``found`` without repeats, in order."""
+    seen: set[tuple[str, int, int, int, int]] = set()
+    out: list[lsp.Location] = []
+    for loc in found:
+        r = loc.range
+        key = (loc.uri, r.start.line, r.start.character, r.end.line, r.end.character)
+        if key not in seen:
+            seen.add(key)
+            out.append(loc)
+    return out
+
+
 def _overlaps(a: lsp.Range, b: lsp.Range) -> bool:
     """Whether two ranges share a position (ends inclusive: a cursor touching a diagnostic
     counts)."""
@@ -819,6 +889,38 @@ def create_server() -> FlowLanguageServer:
             )
         return lsp.CompletionList(is_incomplete=False, items=items)
 
+    @server.feature(
+        lsp.TEXT_DOCUMENT_SIGNATURE_HELP,
+        lsp.SignatureHelpOptions(trigger_characters=["(", ","], retrigger_characters=[","]),
+    )
+    async def signature_help(
+        ls: FlowLanguageServer, params: lsp.SignatureHelpParams
+    ) -> lsp.SignatureHelp | None:
+        """The signature of the user function, library function or tool being called at the
+        cursor (:mod:`agentflow.lsp.signature_help`), from the last check (the text being typed
+        may not parse)."""
+        uri = params.text_document.uri
+        doc = ls.document(uri)
+        if doc is None:
+            return None
+        text = doc.source
+        state = ls.states.get(uri)
+        analysis = state.analysis if state is not None else await ls.analysis_of(uri, text)
+        index = LineIndex(text, ls.encoding)
+        at = params.position
+        hint = analysis.signature_help(index.offset(at.line, at.character), text)
+        if hint is None:
+            return None
+        info = lsp.SignatureInformation(
+            label=hint.label,
+            documentation=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=hint.doc)
+            if hint.doc
+            else None,
+            parameters=[lsp.ParameterInformation(label=p) for p in hint.params],
+            active_parameter=hint.active,
+        )
+        return lsp.SignatureHelp([info], active_signature=0, active_parameter=hint.active)
+
     @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
     async def document_symbol(
         ls: FlowLanguageServer, params: lsp.DocumentSymbolParams
@@ -839,6 +941,31 @@ def create_server() -> FlowLanguageServer:
             )
 
         return [conv(s) for s in analysis.symbols()]
+
+    @server.feature(lsp.WORKSPACE_SYMBOL)
+    async def workspace_symbol(
+        ls: FlowLanguageServer, params: lsp.WorkspaceSymbolParams
+    ) -> list[lsp.SymbolInformation]:
+        """The declarations matching the query in the open documents and the workspace's
+        `.flow` files (:func:`agentflow.lsp.workspace_files.workspace_symbols`)."""
+        docs: dict[str, TextDocument] = ls.workspace.text_documents
+        opened = {file_key(ls.file_of(u)): d.source for u, d in list(docs.items())}
+        loop = asyncio.get_running_loop()
+        roots = workspace_roots(ls.workspace)
+        found = await loop.run_in_executor(
+            ls._worker, workspace_symbols, roots, opened, params.query
+        )
+        indexes: dict[Path, LineIndex] = {}
+        out = []
+        for path, text, kind, name, start, end in found:
+            index = indexes.setdefault(path, LineIndex(text, ls.encoding))
+            where = lsp.Range(
+                lsp.Position(*index.position(start)), lsp.Position(*index.position(end))
+            )
+            uri = from_fs_path(str(path)) or str(path)
+            location = lsp.Location(uri, where)
+            out.append(lsp.SymbolInformation(location, name, _SYMBOL_KINDS[kind]))
+        return out
 
     @server.feature(lsp.TEXT_DOCUMENT_CODE_LENS)
     async def code_lens(ls: FlowLanguageServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
@@ -887,10 +1014,13 @@ def create_server() -> FlowLanguageServer:
         new = params.new_name
         spans = analysis.references_for_rename(offset) or []
         changes = {uri: [lsp.TextEdit(ls.range_of(s, index), new) for s in spans]}
+        left_out: list[Path] = []  # importers on disk that do not parse
         name = analysis.own_function(offset)
-        if name is not None and new != name:  # the open documents importing it follow
+        if name is not None and new != name:  # the files importing it follow
             home = ls.file_of(uri)
-            for other, imported, other_index, found in await ls.function_uses(uri, name, home):
+            for other, imported, other_index, found in await ls.function_uses(
+                uri, name, home, left_out
+            ):
                 problem = imported.function_clash(ls.file_of(uri), name, new)
                 if problem is not None:
                     raise JsonRpcInvalidParams(f"cannot rename: {problem}")
@@ -899,12 +1029,22 @@ def create_server() -> FlowLanguageServer:
         if type_name is not None and new != type_name:  # its import items (uses without `as`)
             home, old = ls.file_of(uri), type_name
             for other, imported, other_index, found in await ls.importer_uses(
-                uri, home, lambda a: a.type_uses_of(home, old)
+                uri, home, lambda a: a.type_uses_of(home, old), old, left_out
             ):
                 problem = imported.type_clash(home, old, new)
                 if problem is not None:
                     raise JsonRpcInvalidParams(f"cannot rename: {problem}")
                 changes[other] = [lsp.TextEdit(ls.range_of(s, other_index), new) for s in found]
+        if left_out:  # the user is told which files keep the old name
+            old_name = name or type_name
+            shown = ", ".join(f"`{p.name}`" for p in left_out)
+            ls.window_show_message(
+                lsp.ShowMessageParams(
+                    type=lsp.MessageType.Warning,
+                    message=f"rename of `{old_name}`: {shown} left out (it does not parse): "
+                    f"rename it there once it does",
+                )
+            )
         return lsp.WorkspaceEdit(changes=changes)
 
     @server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
@@ -920,11 +1060,22 @@ def create_server() -> FlowLanguageServer:
         if spans is None:
             return None
         found = [ls.location_of(s, uri, index) for s in spans]
+        more: list[tuple[str, Analysis, LineIndex, list[Span]]] = []
         fn = analysis.function_home(offset)
-        if fn is not None:  # its calls in its file and in the files importing it, when open
-            for other, _imported, other_index, more in await ls.function_uses(uri, *fn):
-                found.extend(ls.location_of(s, other, other_index) for s in more)
-        return found
+        type_home = analysis.type_home(offset) if fn is None else None
+        if fn is not None:  # its calls in its file and in the files importing it
+            more = await ls.function_uses(uri, *fn)
+        elif type_home is not None:  # its uses in its file and in the files importing it
+            tname, thome = type_home
+            more = await ls.importer_uses(
+                uri,
+                thome,
+                lambda a: a.type_references_of(thome, tname, params.context.include_declaration),
+                tname,
+            )
+        for other, _imported, other_index, spans_there in more:
+            found.extend(ls.location_of(s, other, other_index) for s in spans_there)
+        return _unique_locations(found)
 
     @server.feature(
         lsp.TEXT_DOCUMENT_CODE_ACTION,
@@ -995,70 +1146,8 @@ def graph_of(text: str, file: str, fmt: str = "mermaid") -> dict[str, Any]:
     return {"format": fmt, "text": render(plan, fmt)}
 
 
-class _OneLine(logging.Formatter):
-    """Log records as one line each — an exception as ``(Type: message)``, never a traceback —
-    with every configured secret redacted (:mod:`agentflow.core.redaction`)."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        text = f"flowc lsp: {record.levelname.lower()}: {record.getMessage()}"
-        if record.exc_info and record.exc_info[1] is not None:
-            exc = record.exc_info[1]
-            text += f" ({type(exc).__name__}: {exc})"
-        return redact(" ".join(text.split()))
-
-
-def _log_to_stderr() -> None:
-    """The server's (and pygls') log: warnings and errors on stderr, one line each, redacted."""
-    register_environment()
-    handler = logging.StreamHandler(RedactingStream(sys.stderr))
-    handler.setFormatter(_OneLine())
-    root = logging.getLogger()
-    root.handlers = [handler]
-    root.setLevel(logging.WARNING)
-
-
-#: the header pygls reads (pygls/io_.py ``CONTENT_LENGTH_PATTERN``)
-_LENGTH = re.compile(rb"Content-Length: (\d+)\r\n")
-_LENGTH_NAME = re.compile(rb"\s*content-length\s*:", re.IGNORECASE)
-
-
-class CheckedStdin:
-    """``stdin`` as pygls reads it (``readline``, ``read(n)``), with the ``Content-Length``
-    header checked: pygls ignores a malformed one (``Content-Length: abc``) and then takes the
-    message's body and every later message for headers, serving nothing until the client
-    gives up.  Here a malformed header is logged (one line on stderr) and the input skipped up
-    to the next well-formed ``Content-Length`` header, so the next message is served (its body
-    may follow the skipped one's without a line break)."""
-
-    def __init__(self, raw: Any) -> None:
-        self.raw = raw
-
-    def readline(self, *args: Any) -> bytes:
-        """The next header line; a malformed ``Content-Length`` is logged and skipped."""
-        line: bytes = self.raw.readline(*args)
-        if not _LENGTH_NAME.match(line) or _LENGTH.fullmatch(line):
-            return line
-        shown = line.strip().decode("utf-8", "replace")[:80]
-        _log.error(
-            "malformed LSP header %r (expected `Content-Length: <bytes>`): that message is skipped",
-            shown,
-        )
-        while True:
-            line = self.raw.readline(*args)
-            if not line:
-                return line
-            found = list(_LENGTH.finditer(line))
-            if found and found[-1].end() == len(line):
-                return line[found[-1].start() :]
-
-    def read(self, n: int = -1) -> bytes:
-        """``n`` bytes of a message body."""
-        data: bytes = self.raw.read(n)
-        return data
-
-
 def serve_stdio() -> None:
     """Run the language server on stdin/stdout until the client exits; a malformed header is
     one line on stderr and the next message is served (:class:`CheckedStdin`)."""
-    _log_to_stderr()
+    log_to_stderr()
     create_server().start_io(stdin=CheckedStdin(sys.stdin.buffer))  # type: ignore[arg-type]

@@ -90,7 +90,7 @@ def symbols(a: Analysis) -> list[DocSymbol]:
                 "stage",
                 item.span,
                 item.name.span,
-                T.type_str(st) if st else None,
+                locate.spelt(res.env, st) if st else None,
             )
             for s in item.body.stmts:
                 if isinstance(s, ast.LetStmt):
@@ -100,7 +100,7 @@ def symbols(a: Analysis) -> list[DocSymbol]:
                             "let",
                             s.span,
                             s.name.span,
-                            T.type_str(res.type_of(s.value)),
+                            locate.spelt(res.env, T.widen(res.type_of(s.value))),
                         )
                     )
             out.append(ds)
