@@ -19,7 +19,7 @@ from agentflow.ir.dump import dump_plan
 from agentflow.runtime.durable import dbos_engine, dbos_launch, temporal_runs
 from agentflow.runtime.durable.asking import ASK_PLAN_FILE, ASK_PLAN_TEXT, ask_plan, ask_spec
 from agentflow.runtime.durable.database import (
-    missing_database,
+    no_runs_reason,
     on_engine,
     open_database,
     process_executor,
@@ -266,9 +266,9 @@ async def _resume(
     result_cls: Any,
     on_waiting: Callable[[list[Question]], None] | None = None,
 ) -> RunResult:
-    missing = missing_database(url)
-    if missing is not None:
-        raise InputError(f"no durable run {run_id!r} (no database at {missing})")
+    reason = no_runs_reason(url)
+    if reason is not None:
+        raise InputError(f"no durable run {run_id!r} ({reason})")
     # the run's lock first: `flowc runs` tells a run in progress from a stopped one by its lock
     # (issue 28: "stopped" while this process had already taken it up). Then an executor id of
     # its own, which holds nothing: the engine's start-up recovery (every pending workflow of the

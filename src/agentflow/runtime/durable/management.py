@@ -27,7 +27,7 @@ from agentflow.runtime.durable.answers import (
 )
 from agentflow.runtime.durable.database import (
     attach,
-    missing_database,
+    no_runs_reason,
     on_engine,
     runs_alive,
     safe_url,
@@ -136,7 +136,7 @@ async def list_runs(
     before the ``limit`` is counted: the query asks the engine for the runs of the engine
     statuses that can match, page by page (docs/reference/cli.md "flowc runs")."""
 
-    if _state["url"] != url and missing_database(url) is not None:
+    if _state["url"] != url and no_runs_reason(url) is not None:
         return []
     attach(url)
     dbos = dbos_with_workflows()
@@ -185,7 +185,7 @@ async def count_runs(url: str) -> tuple[int, int]:
     """``(all, unfinished)``: how many durable runs ``url`` holds, and how many of them have
     not ended (running, waiting or stopped) — what ``flowc runs`` says of the runs its page
     leaves out.  ``(0, 0)`` for a SQLite file that does not exist; read from the ids alone."""
-    if _state["url"] != url and missing_database(url) is not None:
+    if _state["url"] != url and no_runs_reason(url) is not None:
         return 0, 0
     attach(url)
     dbos = dbos_with_workflows()
@@ -497,7 +497,7 @@ async def pending_questions(url: str, run_id: str) -> list[Question]:
     """The questions run ``run_id`` (and its child units) waits on now; none for a run that
     ended or does not exist."""
 
-    if missing_database(url) is not None:
+    if _state["url"] != url and no_runs_reason(url) is not None:
         return []
     attach(url)
     family = await dbos_with_workflows().DBOS.list_workflows_async(workflow_id_prefix=run_id)
