@@ -279,7 +279,7 @@ async def _resume(
         dbos = dbos_engine.dbos_with_workflows()
         found = await dbos.DBOS.list_workflows_async(workflow_ids=[run_id])
         if not found or found[0].name == dbos_engine.UNIT_WORKFLOW:
-            raise InputError(f"no durable run {run_id!r} in {safe_url(url)}")
+            raise await dbos_launch.no_run_error(url, run_id)
         family = [
             w for w in await dbos.DBOS.list_workflows_async(workflow_id_prefix=run_id)
             if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")
