@@ -6,7 +6,10 @@ file ``stats.flow`` beside it.  Nothing is suggested for a name like none of the
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -82,3 +85,23 @@ def test_the_start_of_exactly_one_run_id_names_it() -> None:
         == "no durable run 'run-20261207' in db\nhint: did you mean `run-20261207-194311-363dcc`?"
     )
     assert no_run_message("run-2026", "db", ids) == "no durable run 'run-2026' in db"
+
+
+def test_a_run_id_short_of_a_runs_names_it_on_temporal(here: Path, temporal_server: Any) -> None:
+    (here / "q.flow").write_text(OK)
+    (here / "flow.toml").write_text(
+        '[tools]\nentry_points = false\n[durable]\nengine = "temporal"\n'
+        f'address = "{temporal_server.address}"\ntask_queue = "didyoumean{os.getpid()}"\n'
+    )
+    flowc = [sys.executable, "-m", "agentflow"]
+    started = subprocess.run(
+        [*flowc, "run", "--durable", "--run-id", "myrun1", "q.flow"],
+        cwd=here, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    shown = subprocess.run(
+        [*flowc, "runs", "show", "myrun"], cwd=here, capture_output=True, text=True, timeout=120
+    )
+    assert shown.returncode == 1, shown.stderr
+    assert "no durable run 'myrun' in Temporal " in shown.stderr, shown.stderr
+    assert "hint: did you mean `myrun1`?" in shown.stderr, shown.stderr
