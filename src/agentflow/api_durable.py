@@ -180,9 +180,10 @@ def recent_durable_databases(limit: int = 3) -> list[Any]:
     ]  # a flow.toml that names another database now: the run's own is named instead
 
 
-def missing_durable_database(url: str) -> Path | None:
-    """The SQLite file of database ``url`` when it does not exist (nothing to list, and listing
-    creates nothing), else None (``flowc runs``)."""
+def missing_durable_database(url: str) -> Path | str | None:
+    """What of database ``url`` does not exist — the SQLite file, or for a PostgreSQL database
+    its server does not have the URL (password masked) — else None: nothing to list, and
+    listing creates nothing (``flowc runs``)."""
     return missing_database(url)
 
 

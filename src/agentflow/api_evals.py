@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agentflow.api_compile import _fspath
-from agentflow.api_run import plan_needs_model
+from agentflow.api_run import plan_model_users, plan_needs_model
 from agentflow.compiler.api import check_file
 from agentflow.compiler.checker import CheckResult
 from agentflow.errors import ConfigError
@@ -174,9 +174,12 @@ async def evaluate_async(
         for name in models or []:
             config.resolve(name)  # an unknown name is a ConfigError now, not in every case
         judged = "judge" in prepared.block.kinds.values()
-        if judged or plan_needs_model(load_plan_data(prepared.plan, str(flow))):
+        plan = load_plan_data(prepared.plan, str(flow))
+        if judged or plan_needs_model(plan):
             if not models and not config.has_model():
-                raise ConfigError(no_model_message(config))
+                named = [] if judged else plan_model_users(plan)[0]
+                bare = [n for n in named if n not in config.agents or not config.agents[n].model]
+                raise ConfigError(no_model_message(config, agents=bare))
             missing = missing_key_message(config)
             if missing:
                 raise ConfigError(missing)

@@ -72,6 +72,7 @@ __all__ = [
     "load_config",
     "model_option_error",
     "parse_input",
+    "plan_model_users",
     "plan_needs_model",
     "resume_run",
     "run",
@@ -174,6 +175,43 @@ def plan_needs_model(plan: Plan) -> bool:
     if any(visit(s) for s in plan.steps):
         return True
     return any(plan_needs_model(p) for p in (plan.plans or {}).values())
+
+
+def plan_model_users(plan: Plan) -> tuple[list[str], bool]:
+    """Who in ``plan`` (sub-plans included) calls a model: the names of the agents its agent
+    steps use (``use agent "NAME"``, whose ``[agents.NAME] model`` may name their own), sorted,
+    and whether anything else does (an agent step of a team, an ``infer`` gate, a verify judge,
+    a solver finish: the configured ``chat`` model or ``default``)."""
+    found: set[str] = set()
+    other = plan.finish is not None and plan.finish.mode == "solver"
+
+    def visit(value: Any) -> None:
+        nonlocal other
+        if isinstance(value, Step):
+            if value.tool_name in _MODEL_STEPS:
+                target = value.input.get("agent") if isinstance(value.input, dict) else None
+                name = target.get("name") if isinstance(target, dict) else None
+                alias = isinstance(target, dict) and target.get("kind") == "alias"
+                if alias and isinstance(name, str):
+                    found.add(name)
+                else:
+                    other = True
+            visit(value.input)
+        elif isinstance(value, dict):
+            other = other or "infer" in value or "judges" in value
+            for v in value.values():
+                visit(v)
+        elif isinstance(value, list):
+            for v in value:
+                visit(v)
+
+    for step in plan.steps:
+        visit(step)
+    for sub in (plan.plans or {}).values():
+        names, others = plan_model_users(sub)
+        found.update(names)
+        other = other or others
+    return sorted(found), other
 
 
 async def run(
@@ -500,8 +538,10 @@ def _own_router(config: Config, plan: Plan, *, model: str | None, replay: Any, r
     if replay is not None:
         return ReplayRouter(replay, config)
     if plan_needs_model(plan):
-        if not config.has_model():
-            raise ConfigError(no_model_message(config))
+        agents, other = plan_model_users(plan)
+        bare = [n for n in agents if n not in config.agents or not config.agents[n].model]
+        if not config.has_model() and (bare or other):  # every agent named its own: enough
+            raise ConfigError(no_model_message(config, agents=bare))
         missing = missing_key_message(config)
         if missing:
             raise ConfigError(missing)

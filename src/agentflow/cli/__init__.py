@@ -170,8 +170,9 @@ from agentflow.cli.common import (  # noqa: E402
     error_text,
     given_files,
     given_input,
+    no_such,
 )
-from agentflow.core.diagnostics import Diagnostic  # noqa: E402
+from agentflow.core.diagnostics import Diagnostic, did_you_mean, suggested  # noqa: E402
 from agentflow.core.redaction import RedactingStream, register_environment  # noqa: E402
 from agentflow.errors import (  # noqa: E402
     ErrorInfo,
@@ -212,10 +213,40 @@ class _FlowGroup(click.Group):
     def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
         """click's; every command but ``run`` (which releases it before the run starts) lets
         the collector run again first (:func:`_release_gc`)."""
-        name, cmd, rest = super().resolve_command(ctx, args)
+        try:
+            name, cmd, rest = super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as e:
+            name = str(args[0])
+            nested = self._nested(ctx, name, list(e.possibilities or ()))
+            if nested is None:
+                raise
+            raise click.UsageError(
+                f"No such command {name!r}. Did you mean {nested}?", ctx=ctx
+            ) from None
         if name != "run":
             _release_gc()
         return name, cmd, rest
+
+    def _nested(self, ctx: click.Context, name: str, near: list[str]) -> str | None:
+        """The command of a subgroup an unknown command ``name`` means, as ``'flowc runs
+        show'`` (``flowc show RUN``): the subcommands named ``name`` exactly, else — when
+        click found no command of this group close to it (``near``) — the one
+        core.diagnostics.did_you_mean finds among them; None when none is."""
+        groups: dict[str, list[str]] = {}  # a subcommand's name: the groups that have one
+        for group_name in self.list_commands(ctx):
+            group = self.get_command(ctx, group_name)
+            if not isinstance(group, click.Group) or group.hidden:
+                continue
+            for sub in group.list_commands(ctx):
+                command = group.get_command(ctx, sub)
+                if command is not None and not command.hidden:
+                    groups.setdefault(sub, []).append(group_name)
+        if name not in groups:
+            hint = None if near else did_you_mean(name, groups)
+            if hint is None:
+                return None
+            name = suggested(hint)
+        return " or ".join(f"'{ctx.command_path} {g} {name}'" for g in groups[name])
 
     def invoke(self, ctx: click.Context) -> Any:
         with _redacted_stderr():
@@ -371,7 +402,7 @@ def compile(file: str, out: str | None, fmt: str) -> None:
 
 def _compile(file: str) -> api.CompiledFlow:
     if not Path(file).is_file():
-        raise click.UsageError(f"{file}: no such file")
+        raise no_such(file)
     try:
         compiled = api.compile_flow(file)
         _note_test_errors(compiled)
@@ -487,7 +518,7 @@ def run(
     durable = durable or reuse is not None or run_id is not None or fleet or bool(database)
     telemetry = _telemetry_option(otel, no_otel)
     if not Path(target).is_file():
-        raise click.UsageError(f"{target}: no such file")
+        raise no_such(target)
     _check_run_options(workspace, record, replay, trace)
     if model is not None and (record or replay):
         raise click.UsageError("--model cannot be used with --record or --replay")
@@ -651,7 +682,7 @@ def cost_cmd(file: str, as_json: bool) -> None:
     """
     compiled = None
     if not Path(file).is_file():
-        raise click.UsageError(f"{file}: no such file")
+        raise no_such(file)
     if file.endswith(".flow"):
         compiled = _compile(file)
         if compiled.library:  # no plan, no cost (programs.md "Libraries")

@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 import click
 
 from agentflow import api
-from agentflow.core.diagnostics import Diagnostic
+from agentflow.core.diagnostics import Diagnostic, did_you_mean, suggested
 from agentflow.core.redaction import redact, redact_data
 from agentflow.core.spans import Span
 from agentflow.core.text import choices_text, escape_surrogates, source_lines, visible
@@ -121,6 +121,40 @@ def checked_model(ctx: click.Context, param: click.Parameter, value: Any) -> Any
     return value
 
 
+#: the most entries of a directory looked at for the file a missing path may have meant
+_NEARBY_MAX = 5000
+
+
+def no_such(path: str, what: str = "file", label: str = "") -> click.UsageError:
+    """The usage error (exit 2) of ``path``, given on the command line, that does not exist:
+    ``LABELPATH: no such WHAT``, and ``; did you mean `stats.flow`?`` naming the entry of its
+    directory it looks like a slip of (core.diagnostics.did_you_mean; a directory only when
+    ``what`` allows one), as written with its last part replaced."""
+    message = f"{label}{path}: no such {what}"
+    near = _nearby(path, dirs="directory" in what)
+    return click.UsageError(f"{message}; did you mean `{near}`?" if near else message)
+
+
+def _nearby(path: str, *, dirs: bool) -> str | None:
+    """The path of the entry beside ``path`` it looks like a slip of, or None."""
+    given = Path(path)
+    if not given.name or not path.endswith(given.name):
+        return None
+    names: list[str] = []
+    try:
+        with os.scandir(given.parent) as entries:
+            for entry in entries:
+                if len(names) >= _NEARBY_MAX:
+                    break
+                with contextlib.suppress(OSError):
+                    if entry.is_file() or (dirs and entry.is_dir()):
+                        names.append(entry.name)
+    except OSError:
+        return None
+    hint = did_you_mean(given.name, names)
+    return path[: len(path) - len(given.name)] + suggested(hint) if hint else None
+
+
 def given_file(label: str, path: str) -> None:
     """Raise click.UsageError (exit 2) when ``path``, a file given on the command line, does not
     exist or cannot be read, in one shape for every command (docs/reference/cli.md "Exit
@@ -129,7 +163,7 @@ def given_file(label: str, path: str) -> None:
     argument, ``"--input @"`` for ``--input @FILE``."""
     file = Path(path)
     if not file.exists():
-        raise click.UsageError(f"{label}{path}: no such file")
+        raise no_such(path, label=label)
     if file.is_dir():
         raise click.UsageError(f"{label}{path}: is a directory")
     if not os.access(file, os.R_OK):
@@ -271,7 +305,7 @@ def _check_run_options(
     if record and replay:
         raise click.UsageError("--record and --replay cannot be used together")
     if replay is not None and not Path(replay).is_file():
-        raise click.UsageError(f"--replay {replay}: no such file")
+        raise no_such(replay, label="--replay ")
     if workspace is not None and not Path(workspace).is_dir():
         raise click.UsageError(f"--workspace {workspace}: no such directory")
     if trace is not None:
@@ -290,7 +324,7 @@ def _flow_files(paths: tuple[str, ...]) -> list[Path]:
         elif path.exists():
             out.append(path)
         else:
-            raise click.UsageError(f"{p}: no such file or directory")
+            raise no_such(p, "file or directory")
     # a file named and found again in a directory (`flowc test a.flow .`) is taken once
     once: dict[Path, Path] = {}
     for f in out:

@@ -346,7 +346,12 @@ def _elsewhere(url: str) -> None:
             continue
         # a run started with a database of its own (--database) is found there, not in
         # its flow.toml's
-        by_config = entry.config is not None and not (entry.own and entry.database)
+        by_config = entry.config is not None and not (entry.own and (entry.database or entry.url))
+        if not by_config and entry.database is None:  # PostgreSQL, Temporal: the URL
+            _err(
+                f"  runs were started elsewhere (the latest: {entry.run_id}): {_by_url(entry.url)}"
+            )
+            continue
         path = (entry.config if by_config else entry.database) or ""
         try:  # a path below the current directory is shown relative to it
             if os.path.realpath(path).startswith(os.path.realpath(os.getcwd()) + os.sep):
@@ -355,6 +360,16 @@ def _elsewhere(url: str) -> None:
             pass
         option = f"--config {shlex.quote(path)}" if by_config else f"--database {shlex.quote(path)}"
         _err(f"  runs were started elsewhere (the latest: {entry.run_id}): flowc runs {option}")
+
+
+def _by_url(url: str | None) -> str:
+    """The ``flowc runs --database URL`` of a run started on database ``url`` (PostgreSQL,
+    Temporal; recorded with its password masked, which the user writes back), or how to name
+    it when the run index does not hold it (a line of an earlier flowc)."""
+    if url is None:
+        return "flowc runs --database URL (the PostgreSQL or Temporal URL it was started with)"
+    masked = " (with its password for ***)" if ":***@" in url or "=***" in url else ""
+    return f"flowc runs --database {shlex.quote(url)}{masked}"
 
 
 def _filtered(status: str | None, plan: str | None) -> str:

@@ -24,6 +24,7 @@ from agentflow.cli.common import (
     checked_model,
     error_text,
     given_files,
+    no_such,
 )
 from agentflow.core.redaction import redact, redact_data
 from agentflow.core.text import finite_dumps, visible
@@ -149,7 +150,7 @@ def eval_cmd(
     if fail_on_regression and baseline is None:
         raise click.UsageError("--fail-on-regression needs --baseline FILE")
     if not Path(flow).is_file():
-        raise click.UsageError(f"{flow}: no such file")
+        raise no_such(flow)
 
     def progress(run: Any) -> None:
         if as_json:

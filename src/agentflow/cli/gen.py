@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from agentflow import api
-from agentflow.cli.common import _err, _fail, _flow_files
+from agentflow.cli.common import _err, _fail, _flow_files, no_such
 from agentflow.errors import FlowError, NotAPlan
 
 
@@ -47,7 +47,7 @@ def gen_python_cmd(path: str, out: str | None) -> None:
     elif source.is_file():
         targets = [(source, Path(out) if out else Path.cwd() / f"{_module_name(source)}.py")]
     else:
-        raise click.UsageError(f"{path}: no such file or directory")
+        raise no_such(str(path), "file or directory")
     for flow, module in targets:
         try:
             text = api.gen_python(flow, module)

@@ -22,6 +22,7 @@ from agentflow.cli.common import (
     _render,
     error_text,
     given_files,
+    no_such,
 )
 from agentflow.core.diagnostics import did_you_mean
 from agentflow.errors import ContractError, FlowError, PlanLoadError
@@ -43,7 +44,7 @@ def schema(file: str, type_name: str | None, show_input: bool) -> None:
     if (type_name is None) == (not show_input):
         raise click.UsageError("give either a TYPE_NAME or --input (not both)")
     if not Path(file).is_file():
-        raise click.UsageError(f"{file}: no such file")
+        raise no_such(file)
     try:
         result = api.check(file)
     except OSError as e:
@@ -99,7 +100,7 @@ def plan_validate(file: str, config: str | None, fmt: str) -> None:
     """Validate a plan file: YAML, structure, templates, and tool names against the catalog,
     every problem in one run (exit 1 when there is one)."""
     if not Path(file).is_file():
-        raise click.UsageError(f"{file}: no such file")
+        raise no_such(file)
     try:
         found = api.check_plan(file, config=config)
     except FlowError as e:
@@ -182,7 +183,7 @@ def plan_fmt(file: str, check_only: bool) -> None:
     """Rewrite a plan file in canonical form (snake_case field names, fixed order)."""
     path = Path(file)
     if not path.is_file():
-        raise click.UsageError(f"{file}: no such file")
+        raise no_such(file)
     if path.suffix == ".flow":
         raise click.UsageError(f"{file} is a .flow program, not a plan: use `flowc fmt {file}`")
     try:

@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from agentflow.core.diagnostics import did_you_mean
 from agentflow.core.vocabulary import MAX_ITERATIONS, Code
-from agentflow.errors import FlowError, RunError
+from agentflow.errors import ConfigError, FlowError, RunError
 from agentflow.runtime import agent as agent_mod
 from agentflow.runtime.agent import DEFAULT_RESULT_CHARS, first_problem
+from agentflow.runtime.config import no_model_message
 from agentflow.runtime.control import ControlCall, ExitError
 from agentflow.runtime.effects import EffectRouter, UnitSpec
 from agentflow.runtime.expressions import render_value, to_json_value, to_text
@@ -280,6 +281,20 @@ def _max_iterations(call: ControlCall) -> int:
     return max_iter
 
 
+def _in_agent_terms(ex: Any, target: Any, model: Any, error: FlowError) -> str:
+    """The message of ``error``, a failure to get the agent step's model client: when no model
+    is configured at all and the step's agent names none of its own (``[agents.NAME] model``),
+    said of the agent the user wrote (``use agent "NAME"``), not of the ``chat`` role."""
+    cfg = ex.ctx.config
+    own = model is not None and model not in ("chat", "default")  # a model of its own
+    if not isinstance(error, ConfigError) or own or cfg is None or cfg.has_model():
+        return str(error)
+    name = target.get("name") if isinstance(target, dict) else None
+    if isinstance(target, dict) and target.get("kind") == "alias" and isinstance(name, str):
+        return no_model_message(cfg, agents=[name])
+    return str(error)
+
+
 async def run_agent_step(call: ControlCall) -> Any:
     """The ``agent`` control step: render, resolve profile and tools, run the agent loop, and
     enforce ``require_final`` (``output_validation`` when no conforming answer came)."""
@@ -422,7 +437,9 @@ async def run_agent_step(call: ControlCall) -> Any:
             raise hard_stop[0] from None
         if isinstance(e, RunAborted):
             raise
-        raise RunError(Code.VALIDATION, str(e), path) from None
+        raise RunError(
+            Code.VALIDATION, _in_agent_terms(ex, c.get("agent"), model, e), path
+        ) from None
     if c.get("require_final") and not result.get("final"):
         raise _not_final(call, result, max_iter)
     return result

@@ -28,7 +28,7 @@ import os
 import re
 import sys
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -886,16 +886,31 @@ def missing_key_message(config: Config, roles: tuple[str, ...] = ("chat",)) -> s
     return None
 
 
-def no_model_message(config: Config | None = None, role: str = "chat") -> str:
+def no_model_message(
+    config: Config | None = None, role: str = "chat", agents: Iterable[str] = ()
+) -> str:
     """The message shown when no model is configured: says exactly what to set
-    (docs/spec/RUNTIME.md §6), and the offline options: the built-in test model, which needs
-    nothing (``--model test`` of ``flowc run``, ``ask``, ``eval`` and ``serve``; ``kind =
-    "test"``), and ``--replay``."""
+    (docs/spec/RUNTIME.md §6) in the user's terms — the agents the flow uses (``agents``: the
+    names of its ``use agent "NAME"``) and their ``[agents.NAME] model``, else the ``[models]``
+    key of ``role`` — and the offline options: the built-in test model, which needs nothing
+    (``--model test`` of ``flowc run``, ``ask``, ``eval`` and ``serve``; ``kind = "test"``), and
+    ``--replay``."""
     where = f" (read {config.path})" if config is not None and config.path else ""
+    names = sorted(set(agents))
+    if names:
+        quoted = " and ".join(f'"{n}"' for n in names)
+        keys = " or ".join(f"[agents.{n}] model" for n in names)
+        what = (
+            f" for agent{'s' * (len(names) > 1)} {quoted} (`use agent {quoted}`){where}: "
+            f"set {keys} in flow.toml, or [models] default for every agent"
+        )
+    else:
+        others = " (or [models] default)" if role != "default" else ""
+        what = f": set [models] {role}{others} in flow.toml{where}"
     return (
-        f"no model is configured for the '{role}' role{where}. Either set the environment variables "
+        f"no model is configured{what}; or set the environment variables "
         "OPENAI_BASE_URL and/or OPENAI_API_KEY (optionally OPENAI_MODEL, default "
-        f"'{DEFAULT_OPENAI_MODEL}') or ANTHROPIC_API_KEY, or create a flow.toml with, e.g.:\n"
+        f"'{DEFAULT_OPENAI_MODEL}') or ANTHROPIC_API_KEY. A flow.toml, e.g.:\n"
         "  [models]\n"
         '  default = "local:qwen2.5:7b"\n'
         "  [providers.local]\n"

@@ -8,9 +8,10 @@ that acts on no file finds its ``flow.toml`` from the current directory.  Starte
 (a parent directory, a sibling, another terminal where the printed ``flowc answer …`` is
 pasted) such a command would look in another database.  So each durable run, as it starts,
 appends one line to ``$XDG_STATE_HOME/agentflow/runs.jsonl`` (``~/.local/state/…``; mode
-0600 in a directory of mode 0700): its id, its SQLite database's absolute path — never a
-PostgreSQL or Temporal URL, which may hold a password —, its ``flow.toml``'s absolute path,
-whether the database was its own ``--database``, and the directory it was started in.
+0600 in a directory of mode 0700): its id, its SQLite database's absolute path — or a
+PostgreSQL or Temporal URL with any password masked (core/redaction.safe_url), never as given
+—, its ``flow.toml``'s absolute path, whether the database was its own ``--database``, and the
+directory it was started in.
 :func:`recall` gives a run's latest line.  The index is a hint, never a source of truth:
 written best effort (a run never fails for it; a bad line is skipped; an index that is not a
 regular file is never read, written or waited on), read only when the current directory's
@@ -29,6 +30,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentflow.core.redaction import safe_url
+
 __all__ = ["KEEP", "IndexEntry", "index_path", "recall", "recent", "remember"]
 
 #: The runs the index keeps (the oldest lines go when it holds twice as many).
@@ -43,7 +46,9 @@ class IndexEntry:
     ``flow.toml`` it read (None: none); ``at``, when it started (epoch seconds); ``own``, the
     database was given with ``--database`` (not its ``flow.toml``'s); ``cwd``, the absolute
     directory it was started in (None on lines written before it was recorded), against which
-    its recorded relative paths (the flow file) resolve."""
+    its recorded relative paths (the flow file) resolve; ``url``, a database that is not a
+    SQLite file (PostgreSQL, Temporal), its password masked (None: SQLite, or a line written
+    before it was recorded)."""
 
     run_id: str
     database: str | None
@@ -51,6 +56,7 @@ class IndexEntry:
     at: float
     own: bool = False
     cwd: str | None = None
+    url: str | None = None
 
 
 def index_path(env: dict[str, str] | None = None) -> Path:
@@ -63,8 +69,8 @@ def index_path(env: dict[str, str] | None = None) -> Path:
 
 
 def remember(run_id: str, url: str, config: Path | None, *, own: bool = False) -> None:
-    """Append run ``run_id``'s line (``url``: its database, of which only a SQLite file's path
-    is written; ``config``: its ``flow.toml``; ``own``: ``url`` was given with ``--database``);
+    """Append run ``run_id``'s line (``url``: its database, a SQLite file's path or another
+    URL with its password masked; ``config``: its ``flow.toml``; ``own``: ``url`` was given with ``--database``);
     best effort: an unwritable index — or one that is not a regular file (a FIFO, a device) —
     is left as it is, never waited on, and the run goes on.  A line starts on a line of its
     own when the file's last one was cut short."""
@@ -81,6 +87,7 @@ def remember(run_id: str, url: str, config: Path | None, *, own: bool = False) -
             "at": round(time.time(), 3),
             "own": own,
             "cwd": cwd,
+            "url": safe_url(url) if database is None else None,
         },
         ensure_ascii=False,
     )
@@ -161,9 +168,10 @@ def _entry(line: str) -> IndexEntry | None:
         return None
     run, database, config = data.get("run"), data.get("database"), data.get("config")
     at, own, cwd = data.get("at", 0), data.get("own", False), data.get("cwd")
+    url = data.get("url")
     if not isinstance(run, str) or not run:
         return None
-    if not all(v is None or isinstance(v, str) for v in (database, config, cwd)):
+    if not all(v is None or isinstance(v, str) for v in (database, config, cwd, url)):
         return None
     if isinstance(at, bool) or not isinstance(at, int | float) or not isinstance(own, bool):
         return None
@@ -173,7 +181,7 @@ def _entry(line: str) -> IndexEntry | None:
         return None
     if not math.isfinite(when):
         return None
-    return IndexEntry(run, database, config, when, own, cwd)
+    return IndexEntry(run, database, config, when, own, cwd, url or None)
 
 
 def _entries() -> list[IndexEntry]:
@@ -196,14 +204,14 @@ def recent(limit: int = 3) -> list[IndexEntry]:
     """The latest run of each of the ``limit`` databases (or configurations) runs were
     started on most recently, newest first (``flowc runs``' hint where it finds none); an
     entry whose database or ``flow.toml`` file is gone (a deleted project) is left out."""
-    seen: set[tuple[str | None, str | None]] = set()
+    seen: set[tuple[str | None, str | None, str | None]] = set()
     out = []
     for entry in reversed(_entries()):
-        key = (entry.database, entry.config)
+        key = (entry.database, entry.config, entry.url)
         if key in seen:
             continue
         seen.add(key)
-        if not all(p is None or os.path.isfile(p) for p in key):
+        if not all(p is None or os.path.isfile(p) for p in key[:2]):
             continue
         out.append(entry)
         if len(out) == limit:

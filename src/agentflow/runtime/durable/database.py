@@ -35,6 +35,7 @@ __all__ = [
     "database_problem",
     "lock_path",
     "missing_database",
+    "no_runs_reason",
     "on_engine",
     "open_database",
     "process_executor",
@@ -252,13 +253,69 @@ def _first_of(error: BaseException, kinds: tuple[type[BaseException], ...]) -> A
     return None
 
 
-def missing_database(url: str) -> Path | None:
-    """The file of SQLite database ``url`` when it does not exist (None: it exists, or ``url``
-    is PostgreSQL): a command that only reads or messages runs has nothing to do there, and
-    creates nothing."""
+def missing_database(url: str) -> Path | str | None:
+    """What of database ``url`` does not exist: the file of a SQLite database (a
+    :class:`~pathlib.Path`), or ``url`` itself, its password masked (:func:`safe_url`), for a
+    PostgreSQL database its server does not have; None when it exists (or its server cannot be
+    asked: the engine reports that).  A command that only reads or messages runs has nothing to
+    do there, and creates nothing (the engine would create a PostgreSQL database it opens)."""
 
     file = sqlite_path(url)
-    return file if file is not None and not file.exists() else None
+    if file is not None:
+        return file if not file.exists() else None
+    if _is_postgres(url) and _postgres_state(url) == "missing":
+        return safe_url(url)
+    return None
+
+
+def no_runs_reason(url: str) -> str | None:
+    """Why a command that only reads or messages runs finds nothing in database ``url`` and
+    must not open it (opening creates what is missing): ``no database at PATH`` (SQLite) or
+    ``no database at URL`` (PostgreSQL, password masked) when it does not exist; ``no run was
+    ever started in URL`` for a PostgreSQL database without the engine's tables (an empty one:
+    its schema is made only when a run starts, docs/decisions.md "Read-only commands on
+    PostgreSQL"); None when it can be opened for reading."""
+
+    file = sqlite_path(url)
+    if file is not None:
+        return f"no database at {file}" if not file.exists() else None
+    if not _is_postgres(url):
+        return None
+    state = _postgres_state(url)
+    if state == "missing":
+        return f"no database at {safe_url(url)}"
+    if state == "empty":
+        return f"no run was ever started in {safe_url(url)}"
+    return None
+
+
+def _postgres_state(url: str) -> str:
+    """``missing`` when the server of PostgreSQL ``url`` has no such database, ``empty`` when
+    the database has no ``dbos.workflow_status`` table (no run ever started there), else
+    ``ready`` (also when the server cannot be reached: opening it then says why).  Connects,
+    reads, creates nothing."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+
+    dsn = _pg_dsn(url)
+    try:
+        with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
+            row = conn.execute("SELECT to_regclass('dbos.workflow_status')").fetchone()
+            return "empty" if row is None or row[0] is None else "ready"
+    except psycopg.Error:
+        pass
+    # the connection failed: the server says whether the database exists (as the engine asks
+    # before it creates one: its maintenance database `postgres`)
+    try:
+        parts = conninfo_to_dict(dsn)
+        name = parts.get("dbname") or parts.get("user")
+        if not name:
+            return "ready"
+        with psycopg.connect(dsn, dbname="postgres", autocommit=True, connect_timeout=10) as conn:
+            found = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,))
+            return "ready" if found.fetchone() else "missing"
+    except psycopg.Error:
+        return "ready"
 
 
 def holds_run(url: str, run_id: str) -> bool | None:
@@ -289,14 +346,14 @@ def holds_run(url: str, run_id: str) -> bool | None:
 def attach(url: str, run_id: str | None = None) -> None:
     """Open ``url`` for inspecting or messaging runs: the engine this process already runs on
     ``url`` (a server's, a run's) as it is, else a launch as this command-line process.
-    Raises InputError, naming ``run_id``, for a SQLite file that does not exist (it is not
-    created: see :func:`missing_database`)."""
+    Raises InputError, naming ``run_id``, for a database that does not exist or (PostgreSQL)
+    holds no run (nothing is created: see :func:`no_runs_reason`)."""
 
     if _state["url"] != url:
-        missing = missing_database(url)
-        if missing is not None:
+        reason = no_runs_reason(url)
+        if reason is not None:
             what = f"no durable run {run_id!r}" if run_id else "no durable runs"
-            raise InputError(f"{what} (no database at {missing})")
+            raise InputError(f"{what} ({reason})")
         open_database(url, executor_id=f"cli:{os.getpid()}", queues=[])
 
 

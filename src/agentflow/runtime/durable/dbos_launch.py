@@ -19,9 +19,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agentflow.core.redaction import safe_url
 from agentflow.core.version import __version__
 from agentflow.core.vocabulary import Code
-from agentflow.errors import RunError
+from agentflow.errors import InputError, RunError
 from agentflow.runtime.durable.answers import check_messages, claims, last_claim
 from agentflow.runtime.durable.dbos_system import (
     dbos_instance,
@@ -48,6 +49,7 @@ from agentflow.runtime.durable.records import (
 )
 from agentflow.runtime.durable.run_info import (
     Question,
+    no_run_message,
     plan_of,
     published_questions,
     split_closed,
@@ -69,6 +71,7 @@ __all__ = [
     "launched",
     "launched_on",
     "log_file",
+    "no_run_error",
     "query_item_page",
     "query_items",
     "recorded_input",
@@ -332,6 +335,14 @@ async def query_item_page(workflow_ids: list[str], first: int) -> Any:
     (items.item_page: their count, the first ``first`` in start order, the model calls')."""
     await dbos_module().DBOS._configure_asyncio_thread_pool()
     return await asyncio.to_thread(item_page, system_database(), workflow_ids, first)
+
+
+async def no_run_error(url: str, run_id: str) -> InputError:
+    """The error of a command given run ``run_id`` that database ``url`` (open) does not hold:
+    ``no durable run 'RUN' in URL`` (password masked) and, when ``run_id`` looks like a slip of
+    one of the runs it holds, a ``hint:`` naming it (run_info.no_run_message)."""
+    roots = await query_workflows(name=RUN_WORKFLOW, load_input=False, load_output=False)
+    return InputError(no_run_message(run_id, safe_url(url), [w.workflow_id for w in roots]))
 
 
 async def recorded_input(run_id: str) -> dict[str, Any]:

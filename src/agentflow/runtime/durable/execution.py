@@ -19,7 +19,7 @@ from agentflow.ir.dump import dump_plan
 from agentflow.runtime.durable import dbos_engine, dbos_launch, temporal_runs
 from agentflow.runtime.durable.asking import ASK_PLAN_FILE, ASK_PLAN_TEXT, ask_plan, ask_spec
 from agentflow.runtime.durable.database import (
-    missing_database,
+    no_runs_reason,
     on_engine,
     open_database,
     process_executor,
@@ -266,9 +266,9 @@ async def _resume(
     result_cls: Any,
     on_waiting: Callable[[list[Question]], None] | None = None,
 ) -> RunResult:
-    missing = missing_database(url)
-    if missing is not None:
-        raise InputError(f"no durable run {run_id!r} (no database at {missing})")
+    reason = no_runs_reason(url)
+    if reason is not None:
+        raise InputError(f"no durable run {run_id!r} ({reason})")
     # the run's lock first: `flowc runs` tells a run in progress from a stopped one by its lock
     # (issue 28: "stopped" while this process had already taken it up). Then an executor id of
     # its own, which holds nothing: the engine's start-up recovery (every pending workflow of the
@@ -279,7 +279,7 @@ async def _resume(
         dbos = dbos_engine.dbos_with_workflows()
         found = await dbos.DBOS.list_workflows_async(workflow_ids=[run_id])
         if not found or found[0].name == dbos_engine.UNIT_WORKFLOW:
-            raise InputError(f"no durable run {run_id!r} in {safe_url(url)}")
+            raise await dbos_launch.no_run_error(url, run_id)
         family = [
             w for w in await dbos.DBOS.list_workflows_async(workflow_id_prefix=run_id)
             if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")

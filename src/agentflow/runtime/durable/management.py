@@ -27,16 +27,16 @@ from agentflow.runtime.durable.answers import (
 )
 from agentflow.runtime.durable.database import (
     attach,
-    missing_database,
+    no_runs_reason,
     on_engine,
     runs_alive,
-    safe_url,
 )
 from agentflow.runtime.durable.dbos_launch import (
     RUN_WORKFLOW,
     _state,
     dbos_with_workflows,
     lazy_labels,
+    no_run_error,
     open_questions,
     published,
     query_item_page,
@@ -44,7 +44,7 @@ from agentflow.runtime.durable.dbos_launch import (
     recorded_input,
     waiting_questions,
 )
-from agentflow.runtime.durable.dbos_system import nameless_roots, query_workflows
+from agentflow.runtime.durable.dbos_system import nameless_roots, query_workflows, workflow_exists
 from agentflow.runtime.durable.liveness import worker_alive
 from agentflow.runtime.durable.records import (
     check_readable,
@@ -136,7 +136,7 @@ async def list_runs(
     before the ``limit`` is counted: the query asks the engine for the runs of the engine
     statuses that can match, page by page (docs/reference/cli.md "flowc runs")."""
 
-    if _state["url"] != url and missing_database(url) is not None:
+    if _state["url"] != url and no_runs_reason(url) is not None:
         return []
     attach(url)
     dbos = dbos_with_workflows()
@@ -185,7 +185,7 @@ async def count_runs(url: str) -> tuple[int, int]:
     """``(all, unfinished)``: how many durable runs ``url`` holds, and how many of them have
     not ended (running, waiting or stopped) — what ``flowc runs`` says of the runs its page
     leaves out.  ``(0, 0)`` for a SQLite file that does not exist; read from the ids alone."""
-    if _state["url"] != url and missing_database(url) is not None:
+    if _state["url"] != url and no_runs_reason(url) is not None:
         return 0, 0
     attach(url)
     dbos = dbos_with_workflows()
@@ -281,7 +281,7 @@ async def show_run(
     )
     root = next((w for w in family if w.workflow_id == run_id), None)
     if root is None:
-        raise InputError(f"no durable run {run_id!r} in {safe_url(url)}")
+        raise await no_run_error(url, run_id)
     family = [
         w for w in family if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")
     ]
@@ -470,7 +470,7 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
         w for w in family if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")
     ]
     if not family:
-        raise InputError(f"no durable run {run_id!r} in {safe_url(url)}")
+        raise await no_run_error(url, run_id)
     check_readable(run_id, family, lazy_labels(run_id, family))
     with reading(run_id):
         pending = await waiting_questions(run_id, family)
@@ -497,7 +497,7 @@ async def pending_questions(url: str, run_id: str) -> list[Question]:
     """The questions run ``run_id`` (and its child units) waits on now; none for a run that
     ended or does not exist."""
 
-    if missing_database(url) is not None:
+    if _state["url"] != url and no_runs_reason(url) is not None:
         return []
     attach(url)
     family = await dbos_with_workflows().DBOS.list_workflows_async(workflow_id_prefix=run_id)
@@ -538,7 +538,7 @@ async def cancel(url: str, run_id: str) -> None:
     ids = [w.workflow_id for w in family
            if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")]  # fmt: skip
     if run_id not in ids:
-        raise InputError(f"no durable run {run_id!r} in {safe_url(url)}")
+        raise await no_run_error(url, run_id)
     root = next(w for w in family if w.workflow_id == run_id)
     # a run whose row is damaged may still be ended; one that has not a run's status, not
     reason = root_problem(root)
@@ -569,6 +569,8 @@ async def recorded_spec(url: str, run_id: str, *, redrive: bool = False) -> dict
     ``flowc cancel`` ends it, after which it may be redriven)."""
 
     attach(url, run_id)
+    if not await workflow_exists(run_id):
+        raise await no_run_error(url, run_id)
     try:
         spec = await recorded_input(run_id)
     except RunError as e:

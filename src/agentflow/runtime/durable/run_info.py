@@ -33,6 +33,7 @@ __all__ = [
     "error_text",
     "json_of",
     "no_redrive",
+    "no_run_message",
     "plan_of",
     "published_questions",
     "question_path",
@@ -211,6 +212,20 @@ def ended_message(run_id: str, status: str, step: str) -> str:
         f"run {run_id} has ended ({status}): no question of it waits for an answer, "
         f"at {step!r} or elsewhere"
     )
+
+
+def no_run_message(run_id: str, where: str, ids: Iterable[str]) -> str:
+    """What a command taking a run id says when ``where`` (a database, a Temporal namespace)
+    holds no run ``run_id``: ``no durable run 'RUN' in WHERE``, and a ``hint:`` line naming the
+    nearest of ``ids`` (the runs it holds) when ``run_id`` looks like a slip of one (``myrun``
+    for ``myrun1``: core.diagnostics.did_you_mean) or is the start of exactly one."""
+    message = f"no durable run {run_id!r} in {where}"
+    names = sorted(set(ids) - {run_id})
+    near = did_you_mean(run_id, names) if run_id else None
+    if near is None and run_id:
+        started = [n for n in names if n.startswith(run_id)]
+        near = f"did you mean `{started[0]}`?" if len(started) == 1 else None
+    return f"{message}\nhint: {near}" if near else message
 
 
 def no_question_message(run_id: str, step: str, pending: list[Question]) -> str:

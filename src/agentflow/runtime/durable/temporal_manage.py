@@ -32,6 +32,7 @@ from agentflow.runtime.durable.run_info import (
     error_text,
     json_of,
     no_question_message,
+    no_run_message,
     plan_of,
     published_questions,
     refuse_redrive,
@@ -63,6 +64,15 @@ __all__ = [
 def _where(url: str) -> str:
     target = tc.parse_url(url)
     return f"Temporal {target.address} (namespace {target.namespace})"
+
+
+async def _no_run(client: Any, url: str, run_id: str) -> InputError:
+    """``no durable run 'RUN' in Temporal …``, with a hint naming the run of the namespace
+    ``run_id`` looks like a slip of (run_info.no_run_message; the newest 1,000 runs looked at)."""
+    ids = [w.id async for w in client.list_workflows(
+        f"WorkflowType = '{tc.RUN_WORKFLOW}'", limit=1000
+    )]  # fmt: skip
+    return InputError(no_run_message(run_id, _where(url), ids))
 
 
 def _quoted(run_id: str) -> str:
@@ -233,7 +243,7 @@ async def recorded_spec(url: str, run_id: str, *, redrive: bool = False) -> dict
     client = await tc.client_for(url)
     described = await _describe(client, run_id)
     if described is None:
-        raise InputError(f"no durable run {run_id!r} in {_where(url)}")
+        raise await _no_run(client, url, run_id)
     spec: dict[str, Any] = {}
     async for event in client.get_workflow_handle(run_id).fetch_history_events():
         attrs = event.workflow_execution_started_event_attributes
@@ -415,7 +425,7 @@ async def show_run(
     root = described if lazy and not isinstance(described, BaseException) else None
     root = root or next((w for w in family if w.id == run_id), None)
     if root is None:
-        raise InputError(f"no durable run {run_id!r} in {_where(url)}")
+        raise await _no_run(client, url, run_id)
     if isinstance(spec, BaseException):
         raise spec
     if lazy:
@@ -606,7 +616,7 @@ async def _message(url: str, run_id: str, step: str, make: Callable[[Any], Any])
     client = await tc.client_for(url)
     family = await _family(client, run_id)
     if not family:
-        raise InputError(f"no durable run {run_id!r} in {_where(url)}")
+        raise await _no_run(client, url, run_id)
     pending = await _questions(client, run_id, family)
     question = next((q for q in pending if q.path == step), None)
     if question is None:
@@ -689,7 +699,7 @@ async def cancel(url: str, run_id: str) -> None:
     client = await tc.client_for(url)
     described = await _describe(client, run_id)
     if described is None:
-        raise InputError(f"no durable run {run_id!r} in {_where(url)}")
+        raise await _no_run(client, url, run_id)
     memo = await _memo(described)
     status = _status(described, memo)
     if status != "running":

@@ -30,6 +30,7 @@ from agentflow.runtime.durable.spec import new_run_id, process_telemetry, run_sp
 from agentflow.runtime.durable.temporal_manage import (
     _describe,
     _family,
+    _no_run,
     _outcome,
     _questions,
     _where,
@@ -196,7 +197,7 @@ async def resume(
         try:
             async with _serve(url, identity=f"resume:{run_id}@{secrets.token_hex(3)}") as c:
                 if await _describe(c, run_id) is None:
-                    raise InputError(f"no durable run {run_id!r} in {_where(url)}")
+                    raise await _no_run(c, url, run_id)
                 if on_waiting is not None:
                     on_waiting(await _questions(c, run_id, await _family(c, run_id)))
                 return _result(await _waited(c.get_workflow_handle(run_id), run_id))
