@@ -516,6 +516,18 @@ class StatementChecks(CheckerShared):
             self.declare(Symbol("loopvar", e.var.name, INT, e), e.var.span)
         else:
             self.loop_scope(e.var, elem, e)
+        if e.acc.name == e.var.name:  # `as n, n = 0`: one name for two values
+            loop = isinstance(e, ast.LoopExpr)
+            first, second = ("round", "state") if loop else ("element", "accumulator")
+            example = "as round, n = 0" if loop else "as x, acc = 0"
+            self.report(
+                D.DUPLICATE_DEFINITION,
+                f"`{e.acc.name}` is defined twice in this `{'loop' if loop else 'reduce'}`: "
+                f"as its {first} and as its {second}",
+                e.acc.span,
+                notes=[Note(f"its {first}", e.var.span)],
+                hint=f"give the {first} and the {second} their own names (`{example}`)",
+            )
         self.declare(Symbol("acc", e.acc.name, acc_t, e), e.acc.span)
 
     def acc_type(self, e: ast.ReduceExpr | ast.LoopExpr, hint: Type | None, elem: Type) -> Type:
