@@ -37,6 +37,8 @@ def _diags(body: str) -> list[tuple[str, str, int, int]]:
         ("  let a = 2\n  a a\n  return a", "the name `a`", 5),
         ("  let retrn = 2\n  let x = retrn 1\n  return x", "the number `1`", 17),
         ("  let a = 2\n  let x = 1 + a 3\n  return x", "the number `3`", 17),
+        # a defined `f` before a string is no f-string prefix: the string is not dropped
+        ('  let f = 2\n  let x = f"hi"\n  return x', "a string", 12),
     ],
 )
 def test_a_value_after_a_defined_name_close_to_a_keyword_is_a_syntax_error(body, found, column):
@@ -48,6 +50,7 @@ def test_a_value_after_a_defined_name_close_to_a_keyword_is_a_syntax_error(body,
 
 def test_a_misspelt_keyword_that_is_not_defined_stays_unknown_name():
     assert [(c, line, col) for c, _, line, col in _diags("  retrun 1")] == [("unknown-name", 3, 3)]
+    assert [c for c, *_ in _diags('  return f"hi"')] == ["unknown-name"]  # "take no prefix"
     body = "  let xs = [1]\n  let x = paralel map xs as i { i }\n  return 1"
     codes = [c for c, *_ in _diags(body)]
     assert codes == ["unused-variable", "unknown-name"]  # `x` is unused; `xs` is used

@@ -153,8 +153,9 @@ class StatementChecks(CheckerShared):
                 isinstance(s, ast.ExprStmt)
                 and isinstance(s.expr, ast.StringLit)
                 and any(v is s.expr for v in self.prefixed_strings.values())
+                and self.unknown_name_ending(s.span.file, s.span.start)
             ):
-                continue  # the string of `f"…"`, reported with the name `f`
+                continue  # the string of `f"…"`, reported with the name `f` (not a defined `f`)
             joined = i > 0 and stmts[i - 1].span.end_line == s.span.line
             if joined and isinstance(s, ast.ExprStmt) and self.side_by_side(stmts[i - 1], s):
                 continue
@@ -212,9 +213,7 @@ class StatementChecks(CheckerShared):
         side (docs/reference/statements.md "Expression statements"), so no value is dropped
         silently.  ``s`` is checked for its names' use, its own diagnostics left out."""
         name = misspelt_keyword_before(prev)
-        if name is not None and any(
-            d.code == D.UNKNOWN_NAME and d.span == name.span for d in self.diags
-        ):
+        if name is not None and self.unknown_name_ending(name.span.file, name.span.end):
             return False
         before = len(self.diags)
         self.discarded = s.expr
@@ -223,6 +222,14 @@ class StatementChecks(CheckerShared):
         err = joined_statement(prev, s)
         self.report(D.SYNTAX_ERROR, err.message, err.span, hint=err.hint)
         return True
+
+    def unknown_name_ending(self, file: str, end: int) -> bool:
+        """Whether an `unknown-name` was reported at a name of ``file`` that ends at the text
+        offset ``end`` (the name before a statement on its line: ``retrun 1``, ``f"…"``)."""
+        return any(
+            d.code == D.UNKNOWN_NAME and d.span.end == end and d.span.file == file
+            for d in self.diags
+        )
 
     def check_used(self, e: ast.Expr) -> None:
         """``unused-value`` for an expression statement whose value is thrown away (not the
