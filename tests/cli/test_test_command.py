@@ -246,8 +246,10 @@ def test_a_parametrised_test_runs_once_per_case(tmp_path):
 def test_mistakes_in_test_constants_and_unparsable_tests_are_failures_not_tracebacks(tmp_path):
     _write(
         tmp_path,
-        # a constant `1 / (1 - 1)` is the check's `division-by-zero`: an `int` past 64 bits is not
-        'stage s -> int { return 1 }\ntest "div" {\n  input { x: 9223372036854775807 + 1 }\n}\n',
+        # pure literal arithmetic that fails is the check's (`division-by-zero`,
+        # `constant-overflow`): with a call in it, it fails when the test runs
+        'stage s -> int { return 1 }\ntest "div" {\n'
+        '  input { x: 9223372036854775807 + len("a") }\n}\n',
         "a.flow",
     )
     _write(tmp_path, 'stage s -> int { return 1 }\ntest "broken {\n', "b.flow")
@@ -255,7 +257,7 @@ def test_mistakes_in_test_constants_and_unparsable_tests_are_failures_not_traceb
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert result.exit_code == 1
     assert (
-        "a.flow:2:6: `9223372036854775807 + 1`: the result is outside the range of `int`"
+        'a.flow:2:6: `9223372036854775807 + len("a")`: the result is outside the range of `int`'
         in result.output
     )
     assert "b.flow flowc check FAILED" in result.output and "unterminated string" in result.output

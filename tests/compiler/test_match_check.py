@@ -5,6 +5,12 @@ are narrowed; the type is `if`'s; `flowc fmt` lays a multi-line match out one ar
 
 from __future__ import annotations
 
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from agentflow.cli import main
 from agentflow.compiler.api import check_source
 from agentflow.compiler.fmt import format_source
 
@@ -222,3 +228,46 @@ def test_the_no_overlap_hint_of_a_misspelt_string_pattern_is_the_quoted_literal(
     [(code, _, _, _, hint)] = _reported('match input.sev { "lo" => 1, _ => 2 }')
     assert code == "no-overlap"
     assert hint == 'did you mean "low"? (`input.sev` can be "low", "medium" or "high")'
+
+
+OPTIONAL_UNION = """\
+type A { kind: "a", x: int }
+type B { kind: "b", y: text }
+input { u: (A | B)? }
+stage s -> text {
+  return BODY
+}
+"""
+
+
+def _optional_union(body: str) -> list[tuple[str, str]]:
+    text = OPTIONAL_UNION.replace("BODY", body)
+    return [(d.code, d.message) for d in check_source(text, "m.flow").diagnostics]
+
+
+def test_a_discriminant_of_an_optional_union_narrows_each_arm_as_if_does():
+    assert _optional_union('match input.u.kind { "a" => "${input.u.x}", _ => "other" }') == []
+    both = 'match input.u.kind { "a" => "${input.u.x}", "b" => input.u.y, null => "none" }'
+    assert _optional_union(both) == []
+    # the wildcard also takes a null `u`: `y` may be null there
+    (found,) = _optional_union('match input.u.kind { "a" => "a", _ => input.u.y }')
+    assert found == ("type-mismatch", "expected `text`, found `text?` in the arm `_ => …`")
+    (found,) = _optional_union('match input.u.kind { "b" => "${input.u.x}", _ => "other" }')
+    assert found == ("unknown-field", "`B` has no field `x`")
+
+
+@pytest.mark.parametrize(
+    ("u", "output"),
+    [({"kind": "a", "x": 4}, "4"), ({"kind": "b", "y": "t"}, "other"), (None, "other")],
+)
+def test_a_match_narrowed_on_an_optional_union_runs_each_arm(tmp_path, u, output):
+    flow = tmp_path / "m.flow"
+    flow.write_text(
+        OPTIONAL_UNION.replace(
+            "BODY", 'match input.u.kind { "a" => "${input.u.x}", _ => "other" }'
+        ),
+        encoding="utf-8",
+    )
+    r = CliRunner().invoke(main, ["run", str(flow), "--input", json.dumps({"u": u})])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout.strip().splitlines()[0]) == output

@@ -76,7 +76,7 @@ def test_a_member_only_field_without_narrowing_is_unknown_field_with_a_hint_to_n
     assert d.message == "`lives` is not a field of every member of `Cat | Dog | Bird`"
     assert d.hint == (
         "`lives` is a field of `Cat`: check the discriminant first — inside "
-        '`if input.home.pet.kind == "cat" { … }`, `input.home.pet` is a `Cat`'
+        '`if input.home.pet.kind == "cat" { … }`, `input.home.pet` is narrowed to `Cat`'
     )
 
 

@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from agentflow.compiler import check_errors
 from agentflow.compiler.checker_shared import CheckerShared
-from agentflow.compiler.constants import constant_number
+from agentflow.compiler.constants import constant_number, fold_step, overflow
 from agentflow.compiler.symbols import suggest
 from agentflow.compiler.types import (
     BOOL,
@@ -312,6 +312,8 @@ class ExpressionChecks(CheckerShared):
             self._negated = outer
         if negated is not None and isinstance(negated.value, int) and -negated.value < MIN_INT:
             self._int_out_of_range(e, -negated.value)
+        if e.op == "-":
+            self.fold(e, e.operand)
         if isinstance(t, ErrorType) or t == JSON:
             return t
         if is_numeric(t, self.env):
@@ -364,6 +366,8 @@ class ExpressionChecks(CheckerShared):
         else:
             lt = self.infer(e.left)
             rt = self.infer(e.right)
+        if op in ("+", "-", "*", "/", "%"):
+            self.fold(e, e.left, e.right)
         if op in ("/", "%") and constant_number(e.right) == 0:  # `0`, `-0`, `(1 - 1)`, `2 * 0.0`
             divisor = e.right
             while isinstance(divisor, ast.Unary) and divisor.op == "-":  # `-0` is 0 too
@@ -463,6 +467,35 @@ class ExpressionChecks(CheckerShared):
             else self.optional_operand_hint(e, lt, rt),
         )
         return ERROR
+
+    def fold(self, e: ast.Expr, left: ast.Expr, right: ast.Expr | None = None) -> None:
+        """Fold ``e`` (``left op right``, or ``-left``), whose operands are checked, when they
+        are pure literal arithmetic (their folds are in ``self.folded``): its value into
+        ``self.folded``, or `constant-overflow` when the run would refuse it as past `int` or
+        any number (docs/diagnostics.md "constant-overflow"). A zero divisor is
+        ``division-by-zero``'s."""
+        a = left.value if isinstance(left, ast.NumberLit) else self.folded.get(id(left))
+        b = None
+        if right is not None:
+            b = right.value if isinstance(right, ast.NumberLit) else self.folded.get(id(right))
+            if b is None:
+                return
+        if a is None:
+            return
+        op = e.op if isinstance(e, ast.Binary | ast.Unary) else "-"
+        v = fold_step(op, a, b)
+        if v is not None:
+            self.folded[id(e)] = v
+            return
+        why = overflow(op, a, b)
+        if why is not None:
+            self.report(
+                D.CONSTANT_OVERFLOW,
+                f"`{expr_text(e)}` always fails at run time: {why}",
+                e.span,
+                hint="it is `arithmetic` when run: compute a value within range (an `int` is "
+                "64-bit; a `number` with a fraction, `9223372036854775807.0 + 1`, goes further)",
+            )
 
     def concat_operands(self, e: ast.Binary, hint: Type | None) -> tuple[Type, Type]:
         """The operand types of ``a + b``.  When an array is expected of the sum (a stage's

@@ -20,6 +20,7 @@ from agentflow.compiler.types import (
     ErrorType,
     LiteralType,
     ObjectType,
+    OptionalType,
     Type,
     UnionType,
     assignable,
@@ -249,17 +250,25 @@ class MatchChecks(CheckerShared):
         )
 
     def _discriminated(self, subject: ast.Expr) -> list[tuple[Type, list[_Key] | None]] | None:
-        """For ``X.f`` where ``X`` (a name or a field path) is a union of object types: each
-        member with the keys of the values its field ``f`` can have (None: any value); None
-        when ``subject`` is not such a discriminant."""
+        """For ``X.f`` where ``X`` (a name or a field path) is a union of object types, or an
+        optional one: each member with the keys of the values its field ``f`` can have (None:
+        any value), ``null`` a member whose ``f`` is ``null`` (``X.f`` of a null ``X``, as the
+        run reads it); None when ``subject`` is not such a discriminant."""
         if not isinstance(subject, ast.Member) or path_of(subject.obj) is None:
             return None
         xt = self.types.get(id(subject.obj))
         r = self.env.resolve(xt) if xt is not None else None
+        out: list[tuple[Type, list[_Key] | None]] = []
+        if isinstance(r, OptionalType):
+            r = self.env.resolve(r.inner)
+            out.append((NULL, [value_key(None)]))
         if not isinstance(r, UnionType):
             return None
-        out: list[tuple[Type, list[_Key] | None]] = []
         for m in r.members:
+            if m == NULL:
+                if not out:
+                    out.append((NULL, [value_key(None)]))
+                continue
             mr = self.env.resolve(m)
             f = mr.fields.get(subject.name) if isinstance(mr, ObjectType) else None
             if f is None:

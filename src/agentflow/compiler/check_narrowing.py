@@ -181,6 +181,6 @@ class NarrowingChecks(CheckerShared):
                 test = f"{x}.{field} == {literal_str(vals[0])}"
                 return (
                     f"`{name}` is a field of `{type_str(m)}`: check the discriminant first — "
-                    f"inside `if {test} {{ … }}`, `{x}` is a `{type_str(m)}`"
+                    f"inside `if {test} {{ … }}`, `{x}` is narrowed to `{type_str(m)}`"
                 )
         return None

@@ -40,7 +40,11 @@ from agentflow.core.vocabulary import (
     STATEMENT_WORDS,
 )
 from agentflow.grammar import ast
-from agentflow.grammar.syntax_errors import OPERATOR_HINTS
+from agentflow.grammar.syntax_errors import (
+    OPERATOR_HINTS,
+    joined_statement,
+    misspelt_keyword_before,
+)
 
 #: keywords that start a statement or an expression (the hint of a misspelt one read as a name)
 #: the literals of other languages (any case) → `.flow`'s: `None`, `nil`, `TRUE`, `False`
@@ -151,8 +155,12 @@ class StatementChecks(CheckerShared):
                 isinstance(s, ast.ExprStmt)
                 and isinstance(s.expr, ast.StringLit)
                 and any(v is s.expr for v in self.prefixed_strings.values())
+                and self.unknown_name_ending(s.span.file, s.span.start)
             ):
-                continue  # the string of `f"…"`, reported with the name `f`
+                continue  # the string of `f"…"`, reported with the name `f` (not a defined `f`)
+            joined = i > 0 and stmts[i - 1].span.end_line == s.span.line
+            if joined and isinstance(s, ast.ExprStmt) and self.side_by_side(stmts[i - 1], s):
+                continue
             if not reachable and not warned:
                 self.report(
                     D.UNREACHABLE_CODE,
@@ -191,12 +199,39 @@ class StatementChecks(CheckerShared):
                 else:
                     self.discarded = s.expr  # a `try` statement: its value is not used
                     dt = self.expr(s.expr, None)
-                    # on the line of the statement before: after a misspelt keyword
-                    # (`paralel map …`), whose `unknown-name` is the one mistake
-                    joined = i > 0 and stmts[i - 1].span.end_line == s.span.line
-                    if reachable and not joined and not isinstance(dt, ErrorType):
+                    # on the line of the statement before, or with the next on its line:
+                    # that is the one mistake (`paralel map …`, `a b`), reported there
+                    followed = i + 1 < len(stmts) and stmts[i + 1].span.line == s.span.end_line
+                    one_line = joined or followed
+                    if reachable and not one_line and not isinstance(dt, ErrorType):
                         self.check_used(s.expr)
         return reachable
+
+    def side_by_side(self, prev: ast.Stmt, s: ast.ExprStmt) -> bool:
+        """For ``s`` that starts on the line where ``prev`` ends, which parses only after a name
+        that is a misspelt keyword (``paralel map …``, ``let x = a b``): False when that name
+        is undefined, whose `unknown-name` ("did you mean `parallel`?") is the one mistake;
+        else True, having reported the `syntax-error` the parser gives two values side by
+        side (docs/reference/statements.md "Expression statements"), so no value is dropped
+        silently.  ``s`` is checked for its names' use, its own diagnostics left out."""
+        name = misspelt_keyword_before(prev)
+        if name is not None and self.unknown_name_ending(name.span.file, name.span.end):
+            return False
+        before = len(self.diags)
+        self.discarded = s.expr
+        self.expr(s.expr, None)
+        del self.diags[before:]
+        err = joined_statement(prev, s)
+        self.report(D.SYNTAX_ERROR, err.message, err.span, hint=err.hint)
+        return True
+
+    def unknown_name_ending(self, file: str, end: int) -> bool:
+        """Whether an `unknown-name` was reported at a name of ``file`` that ends at the text
+        offset ``end`` (the name before a statement on its line: ``retrun 1``, ``f"…"``)."""
+        return any(
+            d.code == D.UNKNOWN_NAME and d.span.end == end and d.span.file == file
+            for d in self.diags
+        )
 
     def check_used(self, e: ast.Expr) -> None:
         """``unused-value`` for an expression statement whose value is thrown away (not the
@@ -490,6 +525,18 @@ class StatementChecks(CheckerShared):
             self.declare(Symbol("loopvar", e.var.name, INT, e), e.var.span)
         else:
             self.loop_scope(e.var, elem, e)
+        if e.acc.name == e.var.name:  # `as n, n = 0`: one name for two values
+            loop = isinstance(e, ast.LoopExpr)
+            first, second = ("round", "state") if loop else ("element", "accumulator")
+            example = "as round, n = 0" if loop else "as x, acc = 0"
+            self.report(
+                D.DUPLICATE_DEFINITION,
+                f"`{e.acc.name}` is defined twice in this `{'loop' if loop else 'reduce'}`: "
+                f"as its {first} and as its {second}",
+                e.acc.span,
+                notes=[Note(f"its {first}", e.var.span)],
+                hint=f"give the {first} and the {second} their own names (`{example}`)",
+            )
         self.declare(Symbol("acc", e.acc.name, acc_t, e), e.acc.span)
 
     def acc_type(self, e: ast.ReduceExpr | ast.LoopExpr, hint: Type | None, elem: Type) -> Type:

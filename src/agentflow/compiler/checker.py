@@ -212,6 +212,8 @@ class Checker(
         self.diags: list[Diagnostic] = list(parse_diagnostics)
         self.env = TypeEnv()
         self.types: dict[int, Type] = {}
+        #: the value of each arithmetic node that is pure literal arithmetic (constant-overflow)
+        self.folded: dict[int, int | float] = {}
         #: how deeply expressions nest while being typed (now / the most seen), for _SHALLOW
         self.expr_depth = self.max_expr_depth = 0
         self.refs: dict[int, Symbol] = {}

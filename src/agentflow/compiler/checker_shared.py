@@ -131,6 +131,7 @@ class CheckerShared:
     hidden: dict[str, str]
     hidden_fns: set[str]
     types: dict[int, Type]
+    folded: dict[int, int | float]
     use_syms: dict[str, Symbol]
     uses: dict[str, ast.UseDecl]
 

@@ -7,6 +7,9 @@
 overflow and a division by zero are errors) — or None when it has none: anything else in it (a
 name, a call, a text), or a step that fails at run time (that failure, not a zero, is what the
 run meets). docs/diagnostics.md "division-by-zero".
+
+:func:`fold_step` and :func:`overflow` are one step of it, for the checker's
+``constant-overflow``: an operation on folded operands whose result the evaluator refuses.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import math
 from agentflow.core.vocabulary import MAX_INT, MIN_INT
 from agentflow.grammar import ast
 
-__all__ = ["constant_number"]
+__all__ = ["constant_number", "fold_step", "overflow"]
 
 #: The widest whole number the evaluator computes (bits): past it a result is ``arithmetic``.
 _JSON_INT_BITS = 1024
@@ -33,6 +36,29 @@ def _finite(x: _Number, *operands: _Number) -> _Number | None:
     ):
         return None
     return None if x.bit_length() > _JSON_INT_BITS else x
+
+
+def fold_step(op: str, a: _Number, b: _Number | None = None) -> _Number | None:
+    """``a op b`` (``op`` one of ``+ - * / %``), or ``-a`` when ``b`` is None, as the evaluator
+    computes it; None where it fails at run time (a division by zero, an overflow)."""
+    if b is None:
+        return _finite(-a, a)
+    return _apply(op, a, b)
+
+
+def overflow(op: str, a: _Number, b: _Number | None = None) -> str | None:
+    """Why ``a op b`` (``-a`` when ``b`` is None) fails at run time when that is an overflow,
+    in the evaluator's words ("the result is outside the range of `int` (…)", "the result is
+    too large for a JSON number"); None when it does not fail or fails otherwise (a division
+    by zero: ``division-by-zero``)."""
+    if fold_step(op, a, b) is not None or (b == 0 and op in ("/", "%")):
+        return None
+    whole = [a] if b is None else [a, b]
+    if all(isinstance(o, int) and MIN_INT <= o <= MAX_INT for o in whole) and (
+        op != "/" or (b is not None and a % b == 0)
+    ):
+        return f"the result is outside the range of `int` ({MIN_INT} to {MAX_INT})"
+    return "the result is too large for a JSON number"
 
 
 def _apply(op: str, a: _Number, b: _Number) -> _Number | None:

@@ -235,6 +235,11 @@ DIVISION_BY_ZERO = _register(
     "error",
     "a division or modulo whose divisor is `0`: the literal or constant arithmetic (`1 - 1`)",
 )
+CONSTANT_OVERFLOW = _register(
+    "constant-overflow",
+    "error",
+    "arithmetic on constants whose result is past `int` (or any number): `9223372036854775807 + 1`",
+)
 
 # Plan files (docs/spec/PLAN_IR.md §1–6): what `flowc plan validate`, the loader and tool
 # resolution report.

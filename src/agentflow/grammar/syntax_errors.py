@@ -33,6 +33,8 @@ from agentflow.grammar.unclosed import word_at
 __all__ = [
     "OPERATOR_HINTS",
     "describe",
+    "joined_statement",
+    "misspelt_keyword_before",
     "statements_on_one_line",
     "unexpected",
 ]
@@ -1126,7 +1128,23 @@ def statements_on_one_line(item: ast.Item) -> SynErr | None:
                 break
     if first is None:
         return None
-    prev, stmt = first
+    return joined_statement(*first)
+
+
+def misspelt_keyword_before(prev: ast.Stmt) -> ast.Name | None:
+    """The name ``prev`` ends with when it is a misspelt keyword (``retrun``, ``paralel``), or
+    None: an expression statement on the line of such a ``prev`` parses, and the checker
+    decides which mistake it is — `unknown-name` at the name when it is not defined, else
+    :func:`joined_statement` (a defined name, ``let x = a b``, drops no value silently)."""
+    e = _trailing(prev)
+    return e if isinstance(e, ast.Name) and _misspelt_keyword(e) else None
+
+
+def joined_statement(prev: ast.Stmt, stmt: ast.Stmt) -> SynErr:
+    """The error for the statement ``stmt`` that starts on the line where ``prev`` ends:
+    "expected the end of the statement, found …" at its first token, with a hint for a clause
+    written in the wrong place or for two values side by side (``there is no `for` loop`` for
+    a loop written on one line)."""
     loop_word = _leading(prev)
     if loop_word[2] in _LOOP_WORDS:  # `for x in xs { }`, `while c { }` on one line
         return SynErr(
