@@ -156,6 +156,11 @@ class DrawSource(Source):
 # -- expressions --------------------------------------------------------------------------------
 
 
+#: a scope key (never a type, so no variable is drawn from it) set once a guard may have
+#: narrowed `input.o`: the rest of the block and what nests in it compare no `input.o == null`
+NARROWED_O = "#narrowed input.o"
+
+
 @dataclass
 class E:
     """An expression: its source, its Python model and whether it is a literal (a fresh literal
@@ -435,7 +440,9 @@ class Gen:
                 f"({a.src} in {lo}..{hi})", lambda env, fa=a.fn, lo=lo, hi=hi: lo <= fa(env) <= hi
             )
         if kind == "null":
-            if self.flip():
+            # after a guard on `input.o` (`if … { fail }`, `require … else fail`) the checker
+            # may have narrowed it: `input.o == null` there is `no-overlap`
+            if scope.get(NARROWED_O) or self.flip():
                 a = self.pure("Item", scope, depth - 1)
                 self.tag("optional-field", "eq")
                 return E(
@@ -1305,6 +1312,8 @@ class Gen:
             cond = self.pure("bool", scope, 2)
             msg = self.fresh("m")
             lines.append(f'{indent}require {cond.src} else fail "failed {msg}"')
+            if "input.o" in cond.src:
+                scope[NARROWED_O] = NARROWED_O
             self.tag("require")
             steps.append(("require", cond.fn, f"failed {msg}"))
         if self.flip(0.3):
@@ -1321,6 +1330,8 @@ class Gen:
                     f"{indent}}}",
                 ]
                 self.tag("fail", "if")
+                if "input.o" in cond.src:
+                    scope[NARROWED_O] = NARROWED_O
                 steps.append(("require", lambda env, c=cond.fn: not c(env), f"failed {msg}"))
             elif shape == "if":
                 lines += [f"{indent}if {cond.src} {{", *then_lines, f"{indent}}}"]
