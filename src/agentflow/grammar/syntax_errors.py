@@ -25,6 +25,14 @@ from agentflow.core.vocabulary import (
 from agentflow.core.vocabulary import KEYWORD_TERMINALS as KEYWORDS
 from agentflow.grammar import ast
 from agentflow.grammar.fn_syntax import fn_error
+from agentflow.grammar.foreign_words import (
+    AGENT_BLOCK_HINT,
+    OPERATOR_HINTS,
+    REGEX_OPERATOR_HINT,
+    clause_synonym_hint,
+    dangling_operator_error,
+    test_line_hint,
+)
 from agentflow.grammar.scanner import OPENERS, OPS, TOP_LEVEL, Scanner, SynErr, Tok
 from agentflow.grammar.slips import slip_error
 from agentflow.grammar.unclosed import word_at
@@ -348,6 +356,8 @@ def _syntax_hint(
             f"a `let` is bound once and cannot be assigned again; name the new value "
             f"(`let {prev.value}2 = …`), or fold a list with `reduce`"
         )
+    if typ == "EQUALS" and sc.text.startswith("~", tok.end - sc.ob):
+        return REGEX_OPERATOR_HINT  # `s =~ "re"` of Perl, Ruby
     if typ == "EQUALS" and "EQ" in expected:
         return "did you mean `==`?"
     if tok.value == "if" and _python_conditional(tok, sc):
@@ -363,12 +373,19 @@ def _syntax_hint(
         return "object entries are written `key: value`"
     if typ == "NUMBER" and "DURATION" in expected:
         return f"a duration needs a unit: `{tok.value}s` (or `ms`, `m`, `h`)"
+    if typ == "NAME" and {"STUB", "EXPECT", "REPLAY"} <= expected:
+        return test_line_hint(tok, sc)
+    clause = clause_synonym_hint(tok, expected)
+    if clause is not None:  # `prompt "…"`, `returns T`: the clause of another framework
+        return clause
     if typ == "NAME":
         # `stge s {`, `paralel map`, `retyr { … }`: a keyword that fits here, misspelt
         words = [w for w, term in KEYWORDS.items() if term in expected]
         hint = diag.did_you_mean(str(tok.value), words)
         if hint:
             return hint
+        if KEYWORDS["task"] in expected:  # a word of its own in an agent block
+            return AGENT_BLOCK_HINT
     if prev is None:
         return None
     if typ in ("MINUS", "MINUS_NL") and prev.type == "NAME":
@@ -838,6 +855,13 @@ def unexpected(
             hint=inside[1],
             notes=notes,
         )
+    dangling = (
+        None
+        if tok.type in _EXPR_START
+        else dangling_operator_error(tok, expected, values, sc, found, notes)
+    )
+    if dangling is not None:  # `return len(s) +` then `}`: the mistake is the operator
+        return dangling
     hint = _syntax_hint(tok, expected, values, sc, in_agent_block)
     if hint is None and type_after_colon:
         hint = _missing_colon_hint(tok, values, sc)
@@ -945,16 +969,6 @@ def _limit_without_number(sc: Scanner, values: list[Any] | None) -> tuple[Tok, T
 
 
 # -- two statements on one line ----------------------------------------------------------------
-
-#: the text operators of other languages, which read as names in `.flow` (the checker's
-#: `unknown-name` and the syntax error of a name after a value give the same hint)
-OPERATOR_HINTS = {
-    name: "`.flow` has no `"
-    + name
-    + '` operator: `needle in text` tests for a substring, `@pattern("…")` constrains a'
-    " type, and the `grep` tool searches files"
-    for name in ("matches", "like", "contains")
-}
 
 #: the keyword that starts a statement or an expression of each kind, for "found `…`"
 _LEADING_WORDS: dict[type, str] = {
