@@ -138,3 +138,9 @@ def test_output_on_a_line_of_an_agent_block_hints_at_expect():
     )
     assert diags[0].message.startswith("expected `}` to close the agent block opened on line 4")
     assert diags[0].hint == "did you mean `expect`? an agent's answer type is its `expect T` clause"
+
+
+@pytest.mark.parametrize("written", ["input.n === 1", "input.n += 1", "input.n ** 2"])
+def test_two_operators_in_a_row_on_one_line_are_not_told_as_a_missing_operand(written):
+    d = _stage(f"  return {written}")
+    assert not d.message.startswith("expected an expression after")

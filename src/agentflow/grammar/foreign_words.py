@@ -109,6 +109,10 @@ _BINARY = frozenset(
 )
 
 
+#: the tokens that end an operand's place on its line: `(a > )`, `[a +]`, `f(a -, b)`
+_CLOSERS = frozenset({"RPAR", "RSQB", "RBRACE", "COMMA"})
+
+
 def dangling_operator_error(
     tok: Tok,
     expected: set[str],
@@ -120,12 +124,15 @@ def dangling_operator_error(
     """The syntax error of an operator just before ``tok`` whose right operand is missing: the
     parser waits for it (a name is in ``expected``) and ``tok`` (described by ``found``) cannot
     start one — set at the operator when ``tok`` is on a later line (``len(s) +`` then ``}``),
-    with ``notes`` and a note where the parser stopped. None for any other error."""
+    with ``notes`` and a note where the parser stopped, and at ``tok`` when it closes the
+    operand's place on the same line (``(a > )``). None for any other error (``a === b``)."""
     prev = values[-1] if values else None
     if not isinstance(prev, Tok) or prev.type not in _BINARY or "NAME" not in expected:
         return None
-    op = f"`{prev.value}`"
     later = tok.line > prev.end_line
+    if not later and tok.type not in _CLOSERS:
+        return None  # `a === b`, `x++`, `a += 1`: habits of other languages, hinted elsewhere
+    op = f"`{prev.value}`"
     example = "not c" if prev.type == "NOT" else f"a {prev.value} b"
     return SynErr(
         f"expected an expression after {op}, found {found}",
