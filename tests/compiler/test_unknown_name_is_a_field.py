@@ -42,3 +42,14 @@ def test_a_field_of_an_earlier_stage_hints_at_the_stage():
 def test_a_visible_name_close_to_the_unknown_one_still_comes_first():
     src = "input { items: text[] }\nstage a -> text[] {\n  let item = input.items\n  return items\n}\n"
     assert _unknown(src).hint == "did you mean `item`?"
+
+
+def test_an_unknown_name_in_a_function_body_says_a_function_sees_its_parameters_only():
+    src = (
+        "input { xs: text[] }\nfn g(n: int) -> int = n + len(xs)\n"
+        "stage a -> int {\n  return g(1)\n}\n"
+    )
+    assert _unknown(src).hint == (
+        "a function computes its value from its parameters only (`g(n: int) -> int`): "
+        "pass `xs` as a parameter, or compute this in a stage"
+    )

@@ -337,7 +337,12 @@ class StatementChecks(CheckerShared):
                 f"`.flow` strings interpolate with `${{…}}` and take no prefix: "
                 f"`{_interpolated(prefixed)}`"
             )
-        hint = hint or OPERATOR_HINTS.get(e.name) or self._loop_index_hint(e.name)
+        hint = (
+            hint
+            or OPERATOR_HINTS.get(e.name)
+            or self._loop_index_hint(e.name)
+            or self._function_scope_hint(e.name)
+        )
         if not hint and e.name in CALL_CLAUSES:  # a tool call's clause put on a line of its own
             hint = (
                 f"a tool call's `{e.name}` goes right after the call, on the line where it ends: "
@@ -367,8 +372,10 @@ class StatementChecks(CheckerShared):
 
     def _field_hint(self, name: str) -> str | None:
         """ "did you mean `input.xs`?" for an unknown ``name`` that is a field of the flow's
-        input, or `r.xs` for a field of a record a visible name holds (the innermost first);
-        None otherwise."""
+        input, or `r.xs` for a field of a record a visible name holds (the innermost first), or
+        an earlier stage's (outside a function's body); else None."""
+        if getattr(self, "current_fn", None) is not None:
+            return None  # a function sees its parameters only (`_function_scope_hint`)
         holders: list[tuple[str, Type, Var | None]] = [("input", self.input_sym.type, None)]
         for scope in reversed(self.scopes):
             holders.extend((n, var.symbol.type, var) for n, var in scope.items())
@@ -380,6 +387,17 @@ class StatementChecks(CheckerShared):
                     var.used = True
                 return f"did you mean `{holder}.{name}`? (`{name}` is a field of `{holder}`)"
         return None
+
+    def _function_scope_hint(self, name: str) -> str | None:
+        """In a function's body (docs/reference/programs.md "User functions"): an unknown
+        ``name`` is most likely a value of the flow the function cannot see."""
+        fn = getattr(self, "current_fn", None)
+        if fn is None or name in CALL_CLAUSES or name in ("break", "continue"):
+            return None
+        return (
+            f"a function computes its value from its parameters only (`{fn.signature}`): "
+            f"pass `{name}` as a parameter, or compute this in a stage"
+        )
 
     def _loop_index_hint(self, name: str) -> str | None:
         """``index`` in a ``loop``'s body (only ``map``, ``filter`` and ``reduce`` bind it): a
