@@ -558,6 +558,7 @@ def test_a_negative_loop_bound_has_a_hint():
     assert (d.code, d.message) == ("invalid-value", "`up to` must be 0 or more, found -1")
     assert d.hint == (
         "`up to N` is the most rounds the loop runs: 0 runs none (the value is the initial state)"
+        " (`up to` takes a whole number from 0 to 1000)"
     )
 
 

@@ -117,10 +117,16 @@ def test_a_computed_max_iterations_is_a_template_the_run_checks(scripted_config)
         (_agent("retry { attempts: 1 - 2 }"), "`attempts` must be zero or more, found -1"),
     ],
 )
-def test_a_constant_out_of_range_is_an_invalid_value(source, message):
+def test_a_constant_out_of_range_is_an_invalid_value_whose_hint_gives_the_range(source, message):
     diags = check_source(source, "s.flow").diagnostics
     (diag,) = [d for d in diags if d.code != "unused-alias"]  # the header's agent is not called
     assert (diag.code, diag.message) == ("invalid-value", message)
+    what = message.split(" must ")[0]
+    low = "0" if what == "`attempts`" else "1"
+    high = "20" if what == "`attempts`" else "1000"
+    assert diag.hint is not None and f"{what} takes a whole number from {low} to {high}" in (
+        diag.hint
+    )
 
 
 # -- timeout, retry attempts and budgets: fixed when the flow is compiled ---------------------

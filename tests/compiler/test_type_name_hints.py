@@ -116,3 +116,11 @@ def test_schema_file_without_types(tmp_path: Path):
     p.write_text("stage s -> int {\n  return 1\n}\n", encoding="utf-8")
     res = CliRunner().invoke(main, ["schema", str(p), "X"])
     assert res.exit_code == 1 and res.stderr.strip().endswith("it declares no types")
+
+
+@pytest.mark.parametrize(("written", "meant"), [("Txt", "text"), ("Itn", "int"), ("Jsn", "json")])
+def test_a_misspelt_builtin_type_in_another_case_gets_did_you_mean(written, meant):
+    src = f'use agent "w" as w\nstage s -> text {{\n  return agent(w) {{\n    task "go"\n    expect {written}\n  }}\n}}\n'
+    (d,) = [d for d in check_source(src, "t.flow").diagnostics if d.code == "unknown-type"]
+    assert d.message == f"unknown type `{written}`"
+    assert d.hint == f"did you mean `{meant}`?"

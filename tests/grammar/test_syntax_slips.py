@@ -195,3 +195,17 @@ def test_an_arm_ending_in_a_bracket_or_a_nested_match_still_gets_the_missing_com
         assert hint is not None and hint.startswith(
             f"end the arm before with a comma (`1 => {value},`)"
         )
+
+
+def test_two_arms_on_one_line_without_a_comma_point_at_the_second_arm() -> None:
+    message, line, column, hint = _one('return match input.n { 1 => "x" _ => "y" }')
+    assert (message, line, column) == ("expected `,` between two arms of a `match`", 1, 35)
+    assert hint is not None and hint.startswith("put a comma before `_`: the arms of a `match`")
+    message, _, column, hint = _one('return match input.n { 1 => 2 "b" | "c" => 4 }')
+    assert (message, column) == ("expected `,` between two arms of a `match`", 33)
+    assert hint is not None and hint.startswith('put a comma before `"b"`')
+
+
+def test_a_value_after_an_arm_that_starts_no_arm_is_not_told_as_a_missing_comma() -> None:
+    message, _, _, _ = _one('return match input.n { 1 => "x" y }')
+    assert message != "expected `,` between two arms of a `match`"

@@ -98,6 +98,12 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+#: the hint of an `attempts` out of its range
+_ATTEMPTS_RANGE = (
+    f"`attempts` takes a whole number from 0 to {MAX_RETRY_ATTEMPTS}: the tries after the "
+    "first (`retry { attempts: 2 }` tries up to 3 times)"
+)
+
 #: the binary operators the compiler folds: numbers with ``+ - *``, durations with ``+ -``
 _FOLD = {
     "+": lambda a, b: a + b,
@@ -462,26 +468,31 @@ class AgentChecks(CheckerShared):
     ) -> None:
         """``limit`` / ``max_iterations`` / a ``loop``'s ``up to``: any `int` expression
         (docs/spec/LANGUAGE.md §6, docs/reference/control.md "loop"). A constant is checked here
-        (``least`` … ``maximum``, else `invalid-value`; ``hint`` goes with a constant over
-        ``maximum``, ``low_hint`` with one under ``least``) and written into the plan as a number; anything else is a template the run
-        evaluates and checks the same way (a `validation` error naming the `.flow` source)."""
+        (``least`` … ``maximum``, else `invalid-value`, whose hint gives that range, then
+        ``hint`` for a constant over ``maximum`` and ``low_hint`` for one under ``least``) and
+        written into the plan as a number; anything else is a template the run evaluates and
+        checks the same way (a `validation` error naming the `.flow` source)."""
         t = self.expr(e, INT)
         if isinstance(t, ErrorType):
             return
         ok, v = self.constant(e)
         if not ok or not isinstance(v, int) or isinstance(v, bool):
             return
+        allowed = f"{what} takes a whole number from {least} to {maximum}"
         if v < least:
             bound = "positive" if least == 1 else f"{least} or more"
             self.report(
-                D.INVALID_VALUE, f"{what} must be {bound}, found {v}", e.span, hint=low_hint
+                D.INVALID_VALUE,
+                f"{what} must be {bound}, found {v}",
+                e.span,
+                hint=f"{low_hint} ({allowed})" if low_hint else allowed,
             )
         elif v > maximum:
             self.report(
                 D.INVALID_VALUE,
                 f"{what} must be at most {maximum}, found {v}",
                 e.span,
-                hint=hint,
+                hint=f"{hint} ({allowed})" if hint else allowed,
             )
         else:
             self.constants[id(e)] = v
@@ -789,12 +800,14 @@ class AgentChecks(CheckerShared):
                             D.INVALID_VALUE,
                             f"`attempts` must be zero or more, found {n}",
                             v.attempts.span,
+                            hint=_ATTEMPTS_RANGE,
                         )
                     elif n > MAX_RETRY_ATTEMPTS:
                         self.report(
                             D.INVALID_VALUE,
                             f"`attempts` must be at most {MAX_RETRY_ATTEMPTS}, found {n}",
                             v.attempts.span,
+                            hint=_ATTEMPTS_RANGE,
                         )
                 for code in v.on or []:
                     if code.name not in RETRYABLE_CODES:

@@ -23,6 +23,7 @@ from agentflow.compiler.types import (
     ErrorType,
     ListType,
     NamedRef,
+    ObjectType,
     Type,
     UseType,
     join,
@@ -352,6 +353,9 @@ class StatementChecks(CheckerShared):
             if literal is not None
             else suggest(e.name, self.visible_names())
         )
+        if hint is None:
+            # `xs` for `input.xs`: a field of the input (or of a bound record) named bare
+            hint = self._field_hint(e.name)
         if hint is None and e.name not in OPERATOR_HINTS:  # (`matches` is not `match`)
             # `paralel map …`, `retrun x`: a misspelt keyword reads as a name
             hint = did_you_mean(e.name, _EXPRESSION_KEYWORDS)
@@ -368,7 +372,12 @@ class StatementChecks(CheckerShared):
                 f"`.flow` strings interpolate with `${{…}}` and take no prefix: "
                 f"`{_interpolated(prefixed)}`"
             )
-        hint = hint or OPERATOR_HINTS.get(e.name) or self._loop_index_hint(e.name)
+        hint = (
+            hint
+            or OPERATOR_HINTS.get(e.name)
+            or self._loop_index_hint(e.name)
+            or self._function_scope_hint(e.name)
+        )
         if not hint and e.name in CALL_CLAUSES:  # a tool call's clause put on a line of its own
             hint = (
                 f"a tool call's `{e.name}` goes right after the call, on the line where it ends: "
@@ -396,6 +405,35 @@ class StatementChecks(CheckerShared):
         self.report(D.UNKNOWN_NAME, f"unknown name `{e.name}`", e.span, hint=hint)
         return ERROR
 
+    def _field_hint(self, name: str) -> str | None:
+        """ "did you mean `input.xs`?" for an unknown ``name`` that is a field of the flow's
+        input, or `r.xs` for a field of a record a visible name holds (the innermost first), or
+        an earlier stage's (outside a function's body); else None."""
+        if getattr(self, "current_fn", None) is not None:
+            return None  # a function sees its parameters only (`_function_scope_hint`)
+        holders: list[tuple[str, Type, Var | None]] = [("input", self.input_sym.type, None)]
+        for scope in reversed(self.scopes):
+            holders.extend((n, var.symbol.type, var) for n, var in scope.items())
+        holders.extend((n, sym.type, None) for n, sym in self.stage_syms.items())
+        for holder, t, var in holders:
+            resolved = self.env.resolve(t)
+            if isinstance(resolved, ObjectType) and name in resolved.fields:
+                if var is not None:  # most likely meant to read that record: not "unused"
+                    var.used = True
+                return f"did you mean `{holder}.{name}`? (`{name}` is a field of `{holder}`)"
+        return None
+
+    def _function_scope_hint(self, name: str) -> str | None:
+        """In a function's body (docs/reference/programs.md "User functions"): an unknown
+        ``name`` is most likely a value of the flow the function cannot see."""
+        fn = getattr(self, "current_fn", None)
+        if fn is None or name in CALL_CLAUSES or name in ("break", "continue"):
+            return None
+        return (
+            f"a function computes its value from its parameters only (`{fn.signature}`): "
+            f"pass `{name}` as a parameter, or compute this in a stage"
+        )
+
     def _loop_index_hint(self, name: str) -> str | None:
         """``index`` in a ``loop``'s body (only ``map``, ``filter`` and ``reduce`` bind it): a
         hint naming the loop's round number."""
@@ -420,7 +458,13 @@ class StatementChecks(CheckerShared):
     def visit_MapExpr(self, e: ast.MapExpr, hint: Type | None) -> Type:
         elem = self.elem_type(e.over, "map")
         if e.limit is not None:
-            self.count_setting(e.limit, "`limit`", MAX_CONCURRENCY)
+            self.count_setting(
+                e.limit,
+                "`limit`",
+                MAX_CONCURRENCY,
+                hint="it is how many items run at once; drop `limit` for the default, 4",
+                low_hint="it is how many items run at once; drop `limit` for the default, 4",
+            )
             if not e.parallel:
                 self.report(
                     D.SYNTAX_ERROR,

@@ -445,12 +445,14 @@ class TypeChecks(CheckerShared):
         """The hint of `unknown-type`: did-you-mean among the declared types when one is close
         (the user's own `Record` beats the foreign-name hint for `record`), else the agentflow
         spelling of a type name from another language (`string` → `text`), else did-you-mean
-        among the builtin types."""
+        among the builtin types, whatever the case (`Txt` → `text`)."""
         declared = set(self.type_decls) | set(self.env.externs)
         hint = suggest(name, declared - set(PRIMS))
         if hint:
             return hint
-        builtin = suggest(name, set(PRIMS) | {VERDICT_TYPE})
+        builtins = set(PRIMS) | {VERDICT_TYPE}
+        # (`Txt` → `text`: the builtins are lower case, so the case is not a difference)
+        builtin = suggest(name, builtins) or suggest(name.lower(), builtins - {VERDICT_TYPE})
         if builtin and builtin.split("`")[1].lower() == name.lower():
             return builtin  # `Bool`, `Text`: only the case differs
         return D.foreign_type_hint(name) or builtin

@@ -15,7 +15,7 @@ from typing import Any
 from agentflow.core.spans import Span
 from agentflow.grammar.scanner import Scanner, Tok
 
-__all__ = ["elif_word", "habit_hint"]
+__all__ = ["LAMBDA_HEAD", "elif_word", "habit_hint", "lambda_hint"]
 
 #: a top-level word of another language → the hint naming the `.flow` declaration
 _DECLARATIONS = {
@@ -225,3 +225,32 @@ def elif_word(sc: Scanner, tok: Any) -> tuple[str, Span, str] | None:
             (cond if cond and len(cond) <= 40 else "c"),
         )
     return None
+
+
+#: `xs.map(x =>` before a lambda's arrow: the receiver, the method, the parameter
+LAMBDA_HEAD = re.compile(
+    r"([A-Za-z_][\w.\[\]]*)\.(map|filter|select|where|forEach|each|flatMap)\(\s*\(?\s*"
+    r"([A-Za-z_]\w*)\s*\)?\s*$"
+)
+
+
+def lambda_hint(tok: Any, sc: Scanner) -> str:
+    """``xs.map(x => x * 2)`` → ``map xs as x { x * 2 }`` (``filter``: ``filter xs as x where
+    …``), from the text of the line around the arrow at ``tok``."""
+    k = tok.start - sc.ob
+    start = sc.text.rfind("\n", 0, k) + 1
+    stop = sc.text.find("\n", k)
+    m = LAMBDA_HEAD.search(sc.text[start:k])
+    if m is None:
+        return (
+            "there are no lambdas (`x => …`) in `.flow`: `map xs as x { … }` gives a value per "
+            "item, `filter xs as x where …` keeps some"
+        )
+    rest = sc.text[k + 2 : stop if stop >= 0 else len(sc.text)].strip()
+    body = rest[:-1].strip() if rest.endswith(")") else "…"
+    if len(body) > 60 or not body:
+        body = "…"
+    xs, method, x = m.groups()
+    if method in ("filter", "where"):
+        return f"there are no lambdas in `.flow`: write `filter {xs} as {x} where {body}`"
+    return f"there are no lambdas in `.flow`: write `map {xs} as {x} {{ {body} }}`"

@@ -93,11 +93,20 @@ def _arms_without_comma(
 ) -> Slip | None:
     """An arm on the line after the last without a comma between them (docs/decisions.md
     "The arms of a `match` are separated by commas")."""
-    if not tok.bol or not {"COMMA", "RBRACE"} <= expected:
+    if not {"COMMA", "RBRACE"} <= expected:
+        return None
+    if not tok.bol and not _ARM_AHEAD.match(sc.text, tok.start - sc.ob):
         return None
     brace = _match_brace_before(values, sc)
     if brace is None:
         return None
+    if not tok.bol:  # `match s { "a" => "x" _ => "y" }`: two arms on one line
+        return (
+            "expected `,` between two arms of a `match`",
+            tok.span,
+            f"put a comma before `{sc.text[tok.start - sc.ob : tok.end - sc.ob]}`: the arms of a `match` are separated by `,` "
+            '(`"a" => "x", _ => "y"`), on one line or on lines of their own',
+        )
     prev = _previous_line(sc, tok)
     return (
         "expected `,` between two arms of a `match`",
@@ -105,6 +114,10 @@ def _arms_without_comma(
         f"end the arm before with a comma (`{prev},`): the arms of a `match` are separated by "
         "`,`, on one line or on lines of their own",
     )
+
+
+#: the rest of a line that is an arm (`_ => "y"`, `"b" | "c" => 2`): a pattern, then `=>`
+_ARM_AHEAD = re.compile(r"[^,{}()\[\]\n=]*=>")
 
 
 def _match_brace_before(values: list[Any], sc: Scanner) -> int | None:

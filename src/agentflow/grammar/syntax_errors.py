@@ -25,7 +25,15 @@ from agentflow.core.vocabulary import (
 from agentflow.core.vocabulary import KEYWORD_TERMINALS as KEYWORDS
 from agentflow.grammar import ast
 from agentflow.grammar.fn_syntax import fn_error
-from agentflow.grammar.habits import elif_word, habit_hint
+from agentflow.grammar.foreign_words import (
+    AGENT_BLOCK_HINT,
+    OPERATOR_HINTS,
+    REGEX_OPERATOR_HINT,
+    clause_synonym_hint,
+    dangling_operator_error,
+    test_line_hint,
+)
+from agentflow.grammar.habits import elif_word, habit_hint, lambda_hint
 from agentflow.grammar.scanner import OPENERS, OPS, TOP_LEVEL, Scanner, SynErr, Tok
 from agentflow.grammar.slips import slip_error
 from agentflow.grammar.unclosed import word_at
@@ -336,7 +344,7 @@ def _syntax_hint(
         return _loop_hint(loop[0])
     if typ in ("EQUALS", "FATARROW") and sc.text.startswith("=>", tok.start - sc.ob):
         # `xs.map(x => x * 2)`: a lambda of JavaScript, C#, Scala
-        return _lambda_hint(tok, sc)
+        return lambda_hint(tok, sc)
     bound = _BINDING.match(_line_before(sc, tok)) if typ in ("EQUALS", "COLON") else None
     if bound is not None:
         # `const greeting = …`, `var n = …`: a binding of another language
@@ -355,6 +363,8 @@ def _syntax_hint(
             f"a `let` is bound once and cannot be assigned again; name the new value "
             f"(`let {prev.value}2 = …`), or fold a list with `reduce`"
         )
+    if typ == "EQUALS" and sc.text.startswith("~", tok.end - sc.ob):
+        return REGEX_OPERATOR_HINT  # `s =~ "re"` of Perl, Ruby
     if typ == "EQUALS" and "EQ" in expected:
         return "did you mean `==`?"
     if tok.value == "if" and _python_conditional(tok, sc):
@@ -370,12 +380,19 @@ def _syntax_hint(
         return "object entries are written `key: value`"
     if typ == "NUMBER" and "DURATION" in expected:
         return f"a duration needs a unit: `{tok.value}s` (or `ms`, `m`, `h`)"
+    if typ == "NAME" and {"STUB", "EXPECT", "REPLAY"} <= expected:
+        return test_line_hint(tok, sc)
+    clause = clause_synonym_hint(tok, expected)
+    if clause is not None:  # `prompt "…"`, `returns T`: the clause of another framework
+        return clause
     if typ == "NAME":
         # `stge s {`, `paralel map`, `retyr { … }`: a keyword that fits here, misspelt
         words = [w for w, term in KEYWORDS.items() if term in expected]
         hint = diag.did_you_mean(str(tok.value), words)
         if hint:
             return hint
+        if KEYWORDS["task"] in expected:  # a word of its own in an agent block
+            return AGENT_BLOCK_HINT
     if prev is None:
         return None
     if typ in ("MINUS", "MINUS_NL") and prev.type == "NAME":
@@ -637,35 +654,6 @@ def _line_before(sc: Scanner, tok: Any) -> str:
     return sc.text[sc.text.rfind("\n", 0, k) + 1 : k]
 
 
-#: `xs.map(x =>` before a lambda's arrow: the receiver, the method, the parameter
-_LAMBDA_HEAD = re.compile(
-    r"([A-Za-z_][\w.\[\]]*)\.(map|filter|select|where|forEach|each|flatMap)\(\s*\(?\s*"
-    r"([A-Za-z_]\w*)\s*\)?\s*$"
-)
-
-
-def _lambda_hint(tok: Any, sc: Scanner) -> str:
-    """``xs.map(x => x * 2)`` → ``map xs as x { x * 2 }`` (``filter``: ``filter xs as x where
-    …``), from the text of the line around the arrow at ``tok``."""
-    k = tok.start - sc.ob
-    start = sc.text.rfind("\n", 0, k) + 1
-    stop = sc.text.find("\n", k)
-    m = _LAMBDA_HEAD.search(sc.text[start:k])
-    if m is None:
-        return (
-            "there are no lambdas (`x => …`) in `.flow`: `map xs as x { … }` gives a value per "
-            "item, `filter xs as x where …` keeps some"
-        )
-    rest = sc.text[k + 2 : stop if stop >= 0 else len(sc.text)].strip()
-    body = rest[:-1].strip() if rest.endswith(")") else "…"
-    if len(body) > 60 or not body:
-        body = "…"
-    xs, method, x = m.groups()
-    if method in ("filter", "where"):
-        return f"there are no lambdas in `.flow`: write `filter {xs} as {x} where {body}`"
-    return f"there are no lambdas in `.flow`: write `map {xs} as {x} {{ {body} }}`"
-
-
 def _loop_hint(word: str) -> str:
     return f"there is no `{word}` loop: {_LOOP_WAYS}"
 
@@ -846,6 +834,13 @@ def unexpected(
             hint=inside[1],
             notes=notes,
         )
+    dangling = (
+        None
+        if tok.type in _EXPR_START
+        else dangling_operator_error(tok, expected, values, sc, found, notes)
+    )
+    if dangling is not None:  # `return len(s) +` then `}`: the mistake is the operator
+        return dangling
     hint = _syntax_hint(tok, expected, values, sc, in_agent_block)
     if hint is None and type_after_colon:
         hint = _missing_colon_hint(tok, values, sc)
@@ -964,16 +959,6 @@ def _limit_without_number(sc: Scanner, values: list[Any] | None) -> tuple[Tok, T
 
 
 # -- two statements on one line ----------------------------------------------------------------
-
-#: the text operators of other languages, which read as names in `.flow` (the checker's
-#: `unknown-name` and the syntax error of a name after a value give the same hint)
-OPERATOR_HINTS = {
-    name: "`.flow` has no `"
-    + name
-    + '` operator: `needle in text` tests for a substring, `@pattern("…")` constrains a'
-    " type, and the `grep` tool searches files"
-    for name in ("matches", "like", "contains")
-}
 
 #: the keyword that starts a statement or an expression of each kind, for "found `…`"
 _LEADING_WORDS: dict[type, str] = {

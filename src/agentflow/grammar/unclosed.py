@@ -142,6 +142,9 @@ def locate_unclosed(err: SynErr, sc: Scanner, start: int, line: int) -> SynErr:
             span = err.span if sc.last is None else _after(sc.last)
         last = sc.last.end_line if sc.last is not None else opener.line
         hint = f"add `}}` after line {last} to close {words}"
+        if stop < sc.end and word_at(text, stop) == "output" and words == "the agent block":
+            # `output T` inside `agent(…) { … }`: the clause of other frameworks
+            hint = "did you mean `expect`? an agent's answer type is its `expect T` clause"
         return SynErr(err.message, span, resume=err.resume, depth=err.depth, hint=hint, notes=notes)
     blamed, where, outer = found
     words = sc.opened(blamed.tok, at=False)

@@ -1,0 +1,55 @@
+"""An unknown name that is a field of the flow's input (`xs` for `input.xs`), of a record a
+`let` holds or of an earlier stage's result gets "did you mean `input.xs`?" (docs/diagnostics.md
+`unknown-name`)."""
+
+from __future__ import annotations
+
+from agentflow.compiler.api import check_source
+
+
+def _unknown(src: str):
+    (d,) = [d for d in check_source(src, "t.flow").diagnostics if d.code == "unknown-name"]
+    return d
+
+
+def test_a_field_of_the_input_named_bare_hints_at_input_dot_field():
+    src = 'input { s: text, xs: text[] }\nstage a -> text {\n  return join(xs, ", ")\n}\n'
+    d = _unknown(src)
+    assert d.message == "unknown name `xs`"
+    assert d.hint == "did you mean `input.xs`? (`xs` is a field of `input`)"
+
+
+def test_a_field_of_a_bound_record_hints_at_the_record_and_it_is_not_unused():
+    src = (
+        "input { s: text }\ntype R { title: text }\n"
+        'stage a -> R {\n  return { title: "t" }\n}\n'
+        "stage b -> text {\n  let r = a\n  return title\n}\n"
+    )
+    diags = check_source(src, "t.flow").diagnostics
+    assert [d.code for d in diags] == ["unknown-name"]
+    assert diags[0].hint == "did you mean `r.title`? (`title` is a field of `r`)"
+
+
+def test_a_field_of_an_earlier_stage_hints_at_the_stage():
+    src = (
+        "input { s: text }\ntype R { title: text }\n"
+        'stage a -> R {\n  return { title: "t" }\n}\n'
+        "stage b -> text {\n  return title\n}\n"
+    )
+    assert _unknown(src).hint == "did you mean `a.title`? (`title` is a field of `a`)"
+
+
+def test_a_visible_name_close_to_the_unknown_one_still_comes_first():
+    src = "input { items: text[] }\nstage a -> text[] {\n  let item = input.items\n  return items\n}\n"
+    assert _unknown(src).hint == "did you mean `item`?"
+
+
+def test_an_unknown_name_in_a_function_body_says_a_function_sees_its_parameters_only():
+    src = (
+        "input { xs: text[] }\nfn g(n: int) -> int = n + len(xs)\n"
+        "stage a -> int {\n  return g(1)\n}\n"
+    )
+    assert _unknown(src).hint == (
+        "a function computes its value from its parameters only (`g(n: int) -> int`): "
+        "pass `xs` as a parameter, or compute this in a stage"
+    )
