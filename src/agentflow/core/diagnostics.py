@@ -316,12 +316,24 @@ class Note:
     span: Span | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Replacement:
+    """The one exact edit a diagnostic's hint states (``&&`` → ``and``, a trailing ``;``
+    dropped): the text at ``span`` becomes ``text``; ``title`` says so ("Replace `&&` with
+    `and`").  The language server offers it as a quick fix (docs/editors.md)."""
+
+    span: Span
+    text: str
+    title: str
+
+
 @dataclass(slots=True)
 class Diagnostic:
     """One finding of the parser or checker.
 
     ``span`` is the primary span (1-based line/column, end exclusive).  ``severity`` defaults to
-    the code's registered severity.  ``hint`` is a short suggestion ("did you mean `owner`?").
+    the code's registered severity.  ``hint`` is a short suggestion ("did you mean `owner`?");
+    ``fix``, when the hint is one exact edit, that edit.
     """
 
     code: str
@@ -330,6 +342,7 @@ class Diagnostic:
     notes: list[Note] = field(default_factory=list)
     hint: str | None = None
     severity: Severity = "error"
+    fix: Replacement | None = None
 
     def __post_init__(self) -> None:
         info = CODES.get(self.code)

@@ -12,7 +12,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from agentflow.core.diagnostics import Replacement
 from agentflow.core.spans import Span
+from agentflow.grammar.habit_fixes import FixedHint
 from agentflow.grammar.scanner import Scanner, Tok
 
 __all__ = ["LAMBDA_HEAD", "elif_word", "habit_hint", "lambda_hint"]
@@ -106,15 +108,19 @@ def habit_hint(tok: Any, expected: set[str], values: list[Any] | None, sc: Scann
     prev: Tok | None = vals[-1] if vals and isinstance(vals[-1], Tok) else None
     typ, word = tok.type, tok.value if isinstance(tok.value, str) else None
     if typ == "QMARK" and "QMARK" not in expected and _text_after(sc, tok).startswith("."):
-        return (
+        return FixedHint(
             "there is no `?.`: `.` already reads through an optional (`a.b` is `null` when `a` "
-            "is), so write `a.b`; `a.b ?? default` gives a value in its place"
+            "is), so write `a.b`; `a.b ?? default` gives a value in its place",
+            Replacement(tok.span, "", "Replace `?.` with `.`"),
         )
     if word == "for" and "RSQB" in expected:
         return _comprehension(sc, tok)
     if typ == "EQUALS" and _type(prev) in ("EQ", "NE") and _touches(sc, prev, tok):
         op = "==" if _type(prev) == "EQ" else "!="
-        return f"there is no `{op}=` in `.flow`: `{op}` compares values (the types are checked)"
+        return FixedHint(
+            f"there is no `{op}=` in `.flow`: `{op}` compares values (the types are checked)",
+            Replacement(tok.span, "", f"Replace `{op}=` with `{op}`"),
+        )
     if (
         typ == "EQUALS"
         and prev is not None

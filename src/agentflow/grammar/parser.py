@@ -233,7 +233,11 @@ def _parse_module(
         # a `{` left open is reported where its `}` is missing (recovery goes on from `err`)
         shown = locate_unclosed(err, sc, start, lines.line(start))
         notes = [Note(m, s) for m, s in shown.notes]
-        diags.append(Diagnostic(SYNTAX_ERROR, shown.message, shown.span, notes, hint=shown.hint))
+        diags.append(
+            Diagnostic(
+                SYNTAX_ERROR, shown.message, shown.span, notes, hint=shown.hint, fix=shown.fix
+            )
+        )
         resume = _find_resume(text, file, err, sc, start, lines)
         end = resume if resume is not None else n
         stop = len(text[start:end].rstrip())

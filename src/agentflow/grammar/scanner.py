@@ -34,6 +34,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, Protocol
 
+from agentflow.core.diagnostics import Replacement
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import (
     AGENT_CLAUSES,
@@ -47,6 +48,7 @@ from agentflow.core.vocabulary import KEYWORD_TERMINALS as KEYWORDS
 from agentflow.core.vocabulary import RESERVED_WORDS as _RESERVED
 from agentflow.grammar import ast
 from agentflow.grammar.division import floor_hint
+from agentflow.grammar.habit_fixes import foreign_fix
 
 __all__ = [
     "KEYWORDS",
@@ -304,8 +306,10 @@ class SynErr(Exception):
         hint: str | None = None,
         notes: list[tuple[str, Span]] | None = None,
         unclosed: tuple[list[Tok], int] | None = None,
+        fix: Replacement | None = None,
     ):
         super().__init__(message)
+        self.fix = fix  # the one exact edit ``hint`` states, when it is one
         self.message = message
         self.span = span
         self.resume = resume
@@ -469,7 +473,7 @@ class Scanner:
                 ch = text[i]
                 shown = repr(ch)[1:-1] if not ch.isprintable() else ch
                 width = 2 if text.startswith(ch * 2, i) and ch in "&" else 1
-                raise self.error(
+                err = self.error(
                     f"unexpected character `{shown}`",
                     i,
                     i + width,
@@ -479,6 +483,8 @@ class Scanner:
                     depth=len(stack),
                     hint=_FOREIGN_CHARACTERS.get(ch) or _single_quoted(text, i, n),
                 )
+                err.fix = foreign_fix(text, i, i + width, err.span) if err.hint else None
+                raise err
             g = m.lastindex or 0  # never None: some group, `eof` at least, matched
             kind = _KIND[g]
             i, j = m.span(g)

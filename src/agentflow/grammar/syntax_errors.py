@@ -33,6 +33,7 @@ from agentflow.grammar.foreign_words import (
     dangling_operator_error,
     test_line_hint,
 )
+from agentflow.grammar.habit_fixes import FixedHint, elif_fix, fix_of, or_fix
 from agentflow.grammar.habits import elif_word, habit_hint, lambda_hint
 from agentflow.grammar.scanner import OPENERS, OPS, TOP_LEVEL, Scanner, SynErr, Tok
 from agentflow.grammar.slips import slip_error
@@ -301,7 +302,10 @@ def _syntax_hint(
         return match_hint
     if typ == "PIPE" and "PIPE" not in expected:
         # `a || b` from C, Java, JavaScript (`|` is only the union of types)
-        return "`.flow` writes `a or b` for `a || b` (`|` joins the members of a union type)"
+        said = "`.flow` writes `a or b` for `a || b` (`|` joins the members of a union type)"
+        return (
+            FixedHint(said, fix) if (fix := or_fix(sc.text, tok.start - sc.ob, tok.span)) else said
+        )
     if typ == "ELSE" and "THEN" in expected:
         # `x if c else y` from Python: the `if` began a new statement
         return (
@@ -896,8 +900,11 @@ def unexpected(
             depth=len(sc.stack),
             hint=f"write `}} else if {elif_at[2]} {{ … }}`",
             notes=[(f"the parser stopped here: {msg}", tok.span)],
+            fix=elif_fix(sc.text, sc.ob, elif_at[0], elif_at[1]),
         )
-    return SynErr(msg, tok.span, resume=resume, depth=len(sc.stack), hint=hint, notes=notes)
+    return SynErr(
+        msg, tok.span, resume=resume, depth=len(sc.stack), hint=hint, notes=notes, fix=fix_of(hint)
+    )
 
 
 def _in_parallel_head(values: list[Any] | None) -> bool:

@@ -204,7 +204,15 @@ def _noted_on_its_line(
         f"by its indentation, line {where.line} comes after {sc.opened(blamed.tok, at=False)} "
         f"(its `{{` is on line {blamed.tok.line}): add its `}}` before line {where.line}"
     )
-    return SynErr(err.message, err.span, resume=err.resume, depth=err.depth, hint=hint, notes=notes)
+    return SynErr(
+        err.message,
+        err.span,
+        resume=err.resume,
+        depth=err.depth,
+        hint=hint,
+        notes=notes,
+        fix=err.fix if hint is err.hint else None,
+    )
 
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -83,6 +83,8 @@ def completions(a: Analysis, offset: int, text: str | None = None) -> list[Compl
     at_line_start = not text[text.rfind("\n", 0, wstart) + 1 : wstart].strip()
     if ctx.tools_list:
         return tool_completions(a)
+    if prev == "(" and len(code) >= 2 and code[-2].value == "agent":  # `agent(|`: an alias
+        return alias_completions(names_analysis(a, text, wstart))
     if ctx.test_block:
         # a `test` block (docs/reference/testing.md): its items, then stub targets
         if at_line_start:
@@ -94,6 +96,12 @@ def completions(a: Analysis, offset: int, text: str | None = None) -> list[Compl
             return [Completion(k, "keyword") for k in STUB_KINDS]
         if prev == "step" and len(code) >= 2 and code[-2].value == "stub":
             return step_completions(names_analysis(a, text, wstart))
+        if (
+            prev in ("agent", "stage", "tool", "ask")
+            and len(code) >= 2
+            and code[-2].value == "stub"
+        ):
+            return stub_completions(names_analysis(a, text, wstart), prev)
         failing = errors_help.stub_fail_codes(code)
         if failing is not None:  # `stub agent A fails |`: the codes it may fail with
             return [Completion(*c) for c in failing]
@@ -201,6 +209,43 @@ def step_completions(a: Analysis) -> list[Completion]:
                 f"{locate.spelt(a.result.env, step.type)} (stage {step.stage})",
                 doc,
             )
+        )
+    return out
+
+
+def alias_completions(a: Analysis) -> list[Completion]:
+    """Inside ``agent(`` and after ``stub agent``: the ``use`` aliases, each with what it uses."""
+    return [
+        Completion(alias, "agent", f'use {u.kind} "{u.target}"')
+        for alias, u in a.result.uses.items()
+    ]
+
+
+def stub_completions(a: Analysis, kind: str) -> list[Completion]:
+    """After ``stub agent|stage|tool|ask`` (docs/reference/testing.md): what that kind of stub
+    names — the ``use`` aliases, the stages, the tools, or the ``let``s bound to an ``ask`` and
+    the stages that ask."""
+    if kind == "agent":
+        return alias_completions(a)
+    if kind == "tool":
+        return tool_completions(a)
+    res = a.result
+    out: list[Completion] = []
+    if kind == "ask":
+        seen: set[str] = set()
+        for step in named_steps(res.stages, res.expr_types):
+            if step.name and step.name not in seen and isinstance(step.value, ast.AskExpr):
+                seen.add(step.name)
+                asked = locate.spelt(res.env, step.type)
+                out.append(Completion(step.name, "variable", f"{asked} (stage {step.stage})"))
+    for stage in res.stages:
+        name = stage.name.name
+        if kind == "ask" and not any(isinstance(n, ast.AskExpr) for n in ast.walk(stage.body)):
+            continue
+        t = res.stage_types.get(name)
+        shown = locate.spelt(res.env, t) if t is not None else None
+        out.append(
+            Completion(name, "stage", "every `ask` of this stage" if kind == "ask" else shown)
         )
     return out
 

@@ -1,4 +1,5 @@
-"""Quick fixes: the mechanical edits a diagnostic's hint states exactly (a "did you mean",
+"""Quick fixes: the mechanical edits a diagnostic's hint states exactly (the diagnostic's own
+``fix``, made with its hint; a "did you mean",
 another language's type name, ``tools []``, an unused ``let``, an undeclared agent, the `:` of
 ``count int``, a deleted `}`)."""
 
@@ -48,6 +49,9 @@ _EMPTY_TOOLS = re.compile(r"tools\s*\[\s*\]\Z")
 def fixes(a: Analysis, d: Diagnostic) -> list[Fix]:
     """The mechanical edits the hint of diagnostic ``d`` (one of this analysis') states.
 
+    - the diagnostic's own ``fix`` (:class:`~agentflow.core.diagnostics.Replacement`: ``&&``,
+      ``||``, ``!x``, ``===``, ``?.``, ``elif``, a single-quoted string, a ``;`` ending a line —
+      :mod:`agentflow.grammar.habit_fixes`), made where its hint is; preferred;
     - "did you mean `X`?" (``unknown-name``/``-type``/``-field``/``-tool``/``-argument``/
       ``-error-code``, ``invalid-constraint``, ``invalid-value`` for ``@format``, and
       ``type-mismatch`` for an unknown key of an object literal): the misspelt name — the
@@ -73,6 +77,8 @@ def fixes(a: Analysis, d: Diagnostic) -> list[Fix]:
     hint = d.hint or ""
     if d.span.file != a.module.file or not hint:
         return []
+    if d.fix is not None and d.fix.span.file == d.span.file:  # the one edit the hint states
+        return [Fix(d.fix.title, [(d.fix.span.start, d.fix.span.end, d.fix.text)], True)]
     m = _DID_YOU_MEAN.match(hint)
     if m:
         fix = replace_misspelt(a, d, m.group(1))

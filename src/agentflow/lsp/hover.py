@@ -3,7 +3,7 @@ comment (``///``) or the doc of its declared type."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agentflow.compiler import types as T
 from agentflow.compiler.check_types import written_type
@@ -11,7 +11,7 @@ from agentflow.compiler.checker import Symbol, ToolSig
 from agentflow.core.functions import FUNCTIONS
 from agentflow.core.spans import Span
 from agentflow.grammar import ast
-from agentflow.lsp import errors_help, locate, user_functions
+from agentflow.lsp import errors_help, locate, stubs, user_functions
 
 if TYPE_CHECKING:
     from agentflow.lsp.analysis import Analysis
@@ -39,6 +39,16 @@ def hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
     if target is None:
         return None
     kind, payload, path = target
+    if stubs.stub_of(path) is not None:  # `stub stage total …`: what it names, at the stub
+        shown = _target_hover(a, offset, kind, payload, path)
+        return (shown[0], path[-1].span) if shown is not None else None
+    return _target_hover(a, offset, kind, payload, path)
+
+
+def _target_hover(
+    a: Analysis, offset: int, kind: str, payload: Any, path: list[ast.Node]
+) -> tuple[str, Span] | None:
+    """The hover of a :func:`~agentflow.lsp.locate.target`."""
     node = path[-1]
     res = a.result
     if kind == "symbol":

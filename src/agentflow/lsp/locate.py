@@ -2,8 +2,8 @@
 
 :func:`target` classifies the node at an offset (``symbol``, ``tool``, ``type``, ``param``,
 ``member``, ``expr`` and the declaration kinds ``fielddecl``/``letdecl``/``stagedecl``/
-``usedecl``/``loopdecl``/``paramdecl``, a user function's parameter) for hover, navigation
-and rename; the rest read declared types, doc comments (``///``) and tool signatures out of
+``usedecl``/``loopdecl``/``paramdecl``, a user function's parameter; a test's ``stub`` name
+is classified as what it names, :mod:`.stubs`) for hover, navigation and rename; the rest read declared types, doc comments (``///``) and tool signatures out of
 one :class:`~agentflow.lsp.analysis.Analysis`.
 """
 
@@ -21,7 +21,7 @@ from agentflow.core.text import source_lines
 from agentflow.core.vocabulary import VERDICT_TYPE
 from agentflow.grammar import ast
 from agentflow.grammar.scanner import comments
-from agentflow.lsp import errors_help
+from agentflow.lsp import errors_help, stubs
 from agentflow.stdlib import PRELUDE
 
 if TYPE_CHECKING:
@@ -144,6 +144,10 @@ def target(a: Analysis, offset: int) -> tuple[str, Any, list[ast.Node]] | None:
             return "stagedecl", parent, path
         if isinstance(parent, ast.UseDecl):
             return "usedecl", parent, path
+        stub = stubs.stub_of(path)
+        if stub is not None:  # `stub stage total …`: what it names (path ends at its name)
+            found = stubs.resolve(a, stub)
+            return (found[0], found[1], path) if found is not None else None
         if isinstance(parent, ast.ExternTool):
             sig = a.result.tool_decls.get(node.name)
             return ("tool", sig, path) if sig is not None else None

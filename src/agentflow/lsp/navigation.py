@@ -17,7 +17,7 @@ from agentflow.compiler.imports import file_key
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import BUILTIN_TYPES, RESERVED_WORDS
 from agentflow.grammar import ast
-from agentflow.lsp import locate, user_functions
+from agentflow.lsp import locate, stubs, user_functions
 
 if TYPE_CHECKING:
     from agentflow.lsp.analysis import Analysis
@@ -141,8 +141,11 @@ def binding_decl_span(a: Analysis, decl: Any, name: str, kind: str) -> Span | No
 def binding_uses(a: Analysis, decl: Any, name: str, kind: str) -> list[Span]:
     """Every name resolving to the binding; for a stage also the names the checker
     reported as ``forward-stage-reference`` to it (they spell it, and a rename must keep
-    them spelling it)."""
+    them spelling it); for a stage, ``use`` alias or ``let`` the tests' ``stub`` names
+    naming it (:func:`agentflow.lsp.stubs.names_of`)."""
     out: list[Span] = []
+    if kind in ("stage", "use", "let"):
+        out.extend(stubs.names_of(a, decl))
     refs = a.result.references
     forward: set[tuple[int, int]] = set()
     if kind == "stage":
@@ -215,6 +218,7 @@ def references(a: Analysis, offset: int, include_declaration: bool = True) -> li
                     uses.append(n.callee.span)
             elif isinstance(n, ast.ToolRef) and not n.pattern and n.name == sig.name:
                 uses.append(n.span)
+        uses.extend(stubs.names_of(a, sig))  # `stub tool NAME …`
         if isinstance(sig.decl, ast.ExternTool):
             decls = [sig.decl.name.span]
     elif kind == "param":
@@ -297,6 +301,8 @@ def rename_target(a: Analysis, offset: int) -> tuple[str, str, Span] | None:
         return None
     if kind == "symbol":
         return bkind, name, payload[1].span
+    if stubs.stub_of(path) is not None:  # `stub stage total …`, at `total`
+        return bkind, name, path[-1].span
     span = binding_decl_span(a, *binding)
     return (bkind, name, span) if span is not None else None
 
@@ -393,7 +399,24 @@ def rename_problem(a: Analysis, offset: int, new: str) -> str | None:
         clash = value_clash(a, new, spans, param=kind == "param")
         if clash is not None:
             return clash
+    if kind == "let" and _stubbed_with_others(a, offset):
+        return (
+            f"a test stubs `{old}`, which names the `let {old}` of other stages too: "
+            f"renaming one would leave the stub naming the others"
+        )
     return semantic_change(a, kind, old, new, spans)
+
+
+def _stubbed_with_others(a: Analysis, offset: int) -> bool:
+    """Whether the ``let`` under ``offset`` is named by a test's ``stub step``/``stub ask``
+    that names another stage's ``let`` of the same name too."""
+    target = locate.target(a, offset)
+    binding = value_binding(a, target[0], target[1]) if target is not None else None
+    return (
+        binding is not None
+        and isinstance(binding[0], ast.LetStmt)
+        and stubs.shared_let(a, binding[0])
+    )
 
 
 def value_clash(a: Analysis, new: str, spans: list[Span], param: bool = False) -> str | None:
