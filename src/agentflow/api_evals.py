@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agentflow.api_compile import _fspath
-from agentflow.api_run import plan_model_users, plan_needs_model
+from agentflow.api_run import plan_model_refusal, plan_needs_model
 from agentflow.compiler.api import check_file
 from agentflow.compiler.checker import CheckResult
 from agentflow.errors import ConfigError
@@ -35,7 +35,7 @@ from agentflow.flowtest import TestReport
 from agentflow.flowtest import run_tests as run_all
 from agentflow.flowtest import run_tests_async as run_all_async
 from agentflow.ir.loader import load_plan_data
-from agentflow.runtime.config import Config, load_config, missing_key_message, no_model_message
+from agentflow.runtime.config import Config, load_config, missing_key_message
 from agentflow.runtime.interrupt import run as run_loop
 from agentflow.runtime.telemetry_settings import TelemetrySettings, settings_for
 
@@ -176,10 +176,10 @@ async def evaluate_async(
         judged = "judge" in prepared.block.kinds.values()
         plan = load_plan_data(prepared.plan, str(flow))
         if judged or plan_needs_model(plan):
-            if not models and not config.has_model():
-                named = [] if judged else plan_model_users(plan)[0]
-                bare = [n for n in named if n not in config.agents or not config.agents[n].model]
-                raise ConfigError(no_model_message(config, agents=bare))
+            # run's check (every agent naming its own `[agents.NAME] model` is enough)
+            refused = None if models else plan_model_refusal(config, plan, judged=judged)
+            if refused is not None:
+                raise ConfigError(refused)
             missing = missing_key_message(config)
             if missing:
                 raise ConfigError(missing)

@@ -214,6 +214,22 @@ def plan_model_users(plan: Plan) -> tuple[list[str], bool]:
     return sorted(found), other
 
 
+def plan_model_refusal(config: Config, plan: Plan, *, judged: bool = False) -> str | None:
+    """Why ``plan`` cannot run on ``config`` for want of a model, or None: ``flowc run`` and
+    ``flowc eval`` both refuse only when neither ``[models] default`` nor ``chat`` is set and
+    an agent the flow uses has no ``[agents.NAME] model`` of its own, or something else calls a
+    model (a team, an ``infer`` gate, a verify judge, a solver finish; ``judged``: an eval's
+    ``judge`` scorer) — every agent naming its own model is enough
+    (docs/reference/configuration.md "Environment variables"). The message is :func:`no_model_message`'s."""
+    if config.has_model():
+        return None
+    agents, other = plan_model_users(plan)
+    bare = [n for n in agents if n not in config.agents or not config.agents[n].model]
+    if not (bare or other or judged):  # every agent named its own: enough
+        return None
+    return no_model_message(config, agents=[] if judged else bare)
+
+
 async def run(
     target: str | os.PathLike[str] | Plan,
     input: Any = None,
@@ -538,10 +554,9 @@ def _own_router(config: Config, plan: Plan, *, model: str | None, replay: Any, r
     if replay is not None:
         return ReplayRouter(replay, config)
     if plan_needs_model(plan):
-        agents, other = plan_model_users(plan)
-        bare = [n for n in agents if n not in config.agents or not config.agents[n].model]
-        if not config.has_model() and (bare or other):  # every agent named its own: enough
-            raise ConfigError(no_model_message(config, agents=bare))
+        refused = plan_model_refusal(config, plan)
+        if refused is not None:
+            raise ConfigError(refused)
         missing = missing_key_message(config)
         if missing:
             raise ConfigError(missing)

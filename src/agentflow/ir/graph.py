@@ -491,7 +491,8 @@ class _Builder:
                     body, f"{path}/{label}", prefix, plan, body_group, node_of, ids, inner
                 )
                 each = f"each {inner.names.get('item', 'item')}" if scope.compiled else "each item"
-                do = {"map": each, "try": "try"}.get(tool, "each")
+                guarded = "guarded" if meta.get("kind") == "catch" else "try"
+                do = {"map": each, "try": guarded}.get(tool, "each")
                 edge_label = {"do": do}.get(label, label)
                 arms = _match_arms(step.meta) if tool == "decide" and scope.compiled else None
                 if arms is not None:  # the arm's patterns as written: `"bug"`, `"a" | "b"`, `_`
@@ -678,7 +679,8 @@ class _Builder:
             ]
             kind = "verify"
         elif tool == "try":
-            title = "try … catch"
+            # `x catch { … }` is titled as written (no `try`: compiler/lower_effects.py meta.kind)
+            title = "… catch" if meta.get("kind") == "catch" else "try … catch"
             if isinstance(inp.get("on"), list):
                 details.append("on " + ", ".join(str(c) for c in inp["on"]))
             kind = "try"
