@@ -43,7 +43,6 @@ from agentflow.grammar.descent_exprs import ExprDescent, _Bail, bail, plain_text
 from agentflow.grammar.scanner import (
     _NL_VARIANT,
     _TOKEN_RE,
-    CLOSERS,
     KEYWORDS,
     MATCH_AFTER,
     OPENERS,
@@ -117,12 +116,35 @@ def _fast_pattern() -> re.Pattern[str]:
         ("(?P<block>/\\*)", "(?P<block>/\\*(?s:.*?)\\*/)\n  | (?P<badblock>/\\*)"),
         ('(?P<str>\\")', '(?P<pstr>"[^"\\\\$\\n]*")\n  | (?P<str>\\")'),
         ("(?P<eof>\\Z)", "(?P<eof>\\Z)\n  | (?P<bad>(?s:.))"),
+        (
+            "(?P<op>\\.\\.|\\?\\?|==|=>|!=|<=|>=|->|[-+*/%<>=.,:(){}\\[\\]|?@])",
+            "(?P<open>[({\\[])\n  | (?P<close>[)}\\]])\n"
+            "  | (?P<op>\\.\\.|\\?\\?|==|=>|!=|<=|>=|->|[-+*/%<>=.,:|?@])",
+        ),
     )
     for old, new in edits:
         if old not in pattern:  # pragma: no cover - the scanner's pattern changed
             raise RuntimeError(f"grammar/descent.py: the scanner's token pattern lost {old}")
         pattern = pattern.replace(old, new)
-    return re.compile(pattern, _TOKEN_RE.flags)
+    # the most frequent tokens first (the engine tries the alternatives in turn); only
+    # alternatives that start with different characters change places, so the first that
+    # matches at any position is the same one
+    head, rest = pattern.split("(?:\n", 1)
+    body, tail = rest.rsplit("\n   )", 1)
+    alternatives = {
+        a.strip().split(">", 1)[0].removeprefix("(?P<"): a.strip() for a in body.split("\n  | ")
+    }
+    if set(alternatives) != set(_ORDER):  # pragma: no cover - the scanner's pattern changed
+        raise RuntimeError("grammar/descent.py: the scanner's token pattern has other tokens")
+    body = "\n  | ".join(alternatives[k] for k in _ORDER)
+    return re.compile(f"{head}(?:\n    {body}\n   ){tail}", _TOKEN_RE.flags)
+
+
+#: the order of the fast pattern's alternatives: words, brackets, line ends and operators (the
+#: most frequent tokens) first; `//`, `///` and `/*` before the operator `/`, the number forms
+#: and the string forms in the scanner's order
+_ORDER = ("word", "open", "close", "nl", "doc", "comment", "block", "badblock", "op", "dur")
+_ORDER += ("num", "badnum", "str3", "pstr", "str", "eof", "bad")
 
 
 _FAST_RE = _fast_pattern()
@@ -130,7 +152,7 @@ _FAST_RE = _fast_pattern()
 _GROUPS = tuple(
     _FAST_RE.groupindex[k]
     for k in ("word", "wcolon", "op", "nl", "pstr", "num", "dur", "str", "str3", "doc")
-    + ("comment", "block")
+    + ("comment", "block", "open", "close")
 )
 _G_EOF = _FAST_RE.groupindex["eof"]
 
@@ -164,13 +186,10 @@ def tokenize(
     match_after = MATCH_AFTER.match
     top_level = TOP_LEVEL
     openers = OPENERS
-    closers = CLOSERS
-    g_word, g_wcolon, g_op, g_nl, g_pstr, g_num, g_dur, g_str, g_str3, g_doc, g_comment, g_block = (
-        _GROUPS
-    )
+    (g_word, g_wcolon, g_op, g_nl, g_pstr, g_num, g_dur, g_str, g_str3, g_doc) = _GROUPS[:10]
+    g_comment, g_block, g_open, g_close = _GROUPS[10:]
     g_eof = _G_EOF
     sc: Scanner | None = None
-    last = ""
     pos = 0
     while pos >= 0:
         restart = -1
@@ -186,11 +205,11 @@ def tokenize(
                     if bol:
                         if stack and starts_declaration(value, text, j, n):
                             bail()
-                        if typ == "NOT" and (not stack or stack[-1] == "{"):
+                        if typ == "NOT" and (not stack or stack[-1] == "}"):
                             typ = "NOT_NL"
                     if bol and not stack and value in top_level:
                         hard.add(len(kinds))
-                    elif g == g_wcolon or last == "DOT":
+                    elif g == g_wcolon or (kinds and kinds[-1] == "DOT"):
                         typ = "NAME"
                     elif typ == "SLEEP" and text.startswith("(", j):
                         typ = "NAME"  # `sleep(`: a call of a tool named sleep
@@ -200,19 +219,25 @@ def tokenize(
                 i, j = m.span(g)
                 value = text[i:j]
                 typ = ops[value]
-                if value in openers:
-                    if bol and value != "{" and (not stack or stack[-1] == "{"):
-                        typ = _NL_VARIANT[typ]
-                    if len(stack) >= MAX_NESTING:
-                        bail()
-                    stack.append(value)
-                elif value in closers:
-                    if stack and stack[-1] == closers[value]:
-                        stack.pop()
-                    else:
-                        bail()
-                elif bol and typ == "MINUS" and (not stack or stack[-1] == "{"):
+                if bol and typ == "MINUS" and (not stack or stack[-1] == "}"):
                     typ = "MINUS_NL"
+            elif g == g_open:
+                i, j = m.span(g)
+                value = text[i:j]
+                typ = ops[value]
+                if bol and value != "{" and (not stack or stack[-1] == "}"):
+                    typ = _NL_VARIANT[typ]
+                if len(stack) >= MAX_NESTING:
+                    bail()
+                stack.append(openers[value])  # the closer it expects
+            elif g == g_close:
+                i, j = m.span(g)
+                value = text[i:j]
+                typ = ops[value]
+                if stack and stack[-1] == value:
+                    stack.pop()
+                else:
+                    bail()
             elif g == g_nl:
                 line += 1
                 ls = m.end()
@@ -229,7 +254,6 @@ def tokenize(
                     docs[len(kinds) - 1] = "\n".join(doc)
                     doc = None
                 bol = False
-                last = "STRING"
                 continue
             elif g == g_num or g == g_dur:
                 i, j = m.span(g)
@@ -255,7 +279,6 @@ def tokenize(
                     docs[len(kinds) - 1] = "\n".join(doc)
                     doc = None
                 bol = False
-                last = "STRING"
                 restart = j  # go on after the string: a new pass of the pattern
                 break
             elif g == g_doc:
@@ -289,7 +312,6 @@ def tokenize(
                 docs[len(kinds) - 1] = "\n".join(doc)
                 doc = None
             bol = False
-            last = typ
         pos = restart
     if stack:
         bail()
