@@ -86,7 +86,7 @@ def parse_fast(text: str, file: str, driver: Driver) -> tuple[list[ast.Item], in
         toks = tokenize(text, file, driver)
     except (_Bail, SynErr, RecursionError):
         return [], 0
-    d = Descent(*toks)
+    d = Descent(file, *toks)
     try:
         return d.module(), -1
     except (_Bail, SynErr, RecursionError):
@@ -159,24 +159,30 @@ _G_EOF = _FAST_RE.groupindex["eof"]
 
 def tokenize(
     text: str, file: str, driver: Driver
-) -> tuple[list[str], list[Any], list[tuple[Any, ...]], dict[int, str], set[int]]:
-    """``(kinds, values, spans, docs, hard)``: per token its terminal, its value (the text; an
-    ``ast.StringLit`` for a string) and its span's fields ``(file, line, column, end_line,
-    end_column, start, end)``; the ``///`` text before a token, by index; the indices of the
-    top-level keywords that start a line outside brackets (never a name).  A sentinel ``$END``
-    token ends the lists.  Raises :class:`~agentflow.grammar.descent_exprs._Bail` at what the
-    scanner reports."""
+) -> tuple[list[str], list[Any], list[int], list[tuple[int, int]], dict[int, str], set[int]]:
+    """``(kinds, values, starts, lines, docs, hard)``: per token its terminal, its value (the
+    text, so the token ends ``len(value)`` after its start on its line; an ``ast.StringLit``
+    for a string, whose span is the token's), its offset in ``text`` and ``(line, offset of
+    that line's start)`` of its line (one tuple shared by the tokens of a line: the span's
+    fields are computed only for the tokens that become a span,
+    :meth:`~agentflow.grammar.descent_exprs.ExprDescent.span`); the ``///`` text before a
+    token, by index; the indices of the top-level keywords that start a line outside brackets
+    (never a name).  A sentinel ``$END`` token ends the lists.  Raises
+    :class:`~agentflow.grammar.descent_exprs._Bail` at what the scanner reports."""
     kinds: list[str] = []
     values: list[Any] = []
-    spans: list[tuple[Any, ...]] = []
+    starts: list[int] = []
+    lines: list[tuple[int, int]] = []
     docs: dict[int, str] = {}
     hard: set[int] = set()
     kpush = kinds.append
     vpush = values.append
-    spush = spans.append
+    ipush = starts.append
+    lpush = lines.append
     n = len(text)
     line = 1
     ls = 0
+    lp = (line, ls)
     stack: list[str] = []
     bol = True
     doc: list[str] | None = None
@@ -241,15 +247,20 @@ def tokenize(
             elif g == g_nl:
                 line += 1
                 ls = m.end()
+                lp = (line, ls)
                 bol = True
                 continue
             elif g == g_pstr:
                 i, j = m.span(g)
                 s = text[i + 1 : j - 1]
-                sp = (file, line, i - ls + 1, line, j - ls + 1, i, j)
                 kpush("STRING")
-                vpush(ast.StringLit(Span(*sp), [s] if s else []))
-                spush(sp)
+                vpush(
+                    ast.StringLit(
+                        Span(file, line, i - ls + 1, line, j - ls + 1, i, j), [s] if s else []
+                    )
+                )
+                ipush(i)
+                lpush(lp)
                 if doc is not None:
                     docs[len(kinds) - 1] = "\n".join(doc)
                     doc = None
@@ -270,11 +281,14 @@ def tokenize(
                     lit, j = sc.scan_string(i, line, ls)
                 else:
                     lit, j = sc.scan_triple(i, line, ls)
-                sp = (file, line, i - ls + 1, lit.span.end_line, lit.span.end_column, i, j)
+                if lit.span.start != i or lit.span.end != j:  # pragma: no cover - never so
+                    bail()  # the token's span is the string's (ExprDescent.span)
                 kpush("STRING")
                 vpush(lit)
-                spush(sp)
+                ipush(i)
+                lpush(lp)
                 line, ls = sc.line, sc.ls
+                lp = (line, ls)
                 if doc is not None:
                     docs[len(kinds) - 1] = "\n".join(doc)
                     doc = None
@@ -299,15 +313,16 @@ def tokenize(
                 if nl:
                     line += nl
                     ls = text.rfind("\n", i, j) + 1
+                    lp = (line, ls)
                 continue
             elif g == g_eof:
                 break
             else:  # badnum, an unterminated block comment, an unexpected character
                 bail()
-            c = i - ls + 1
             kpush(typ)
             vpush(value)
-            spush((file, line, c, line, c + j - i, i, j))
+            ipush(i)
+            lpush(lp)
             if doc is not None:
                 docs[len(kinds) - 1] = "\n".join(doc)
                 doc = None
@@ -318,8 +333,9 @@ def tokenize(
     # the end marker: no rule takes it
     kinds.append("$END")
     values.append("")
-    spans.append((file, line, n - ls + 1, line, n - ls + 1, n, n))
-    return kinds, values, spans, docs, hard
+    starts.append(n)
+    lines.append(lp)
+    return kinds, values, starts, lines, docs, hard
 
 
 # ---------------------------------------------------------------------------------------------
