@@ -641,7 +641,7 @@ def assignable(src: Type, dst: Type, env: TypeEnv | None = None) -> bool:
     if src is dst:
         return True
     if type(dst) is Prim and (type(src) is Prim or type(src) is LiteralType):
-        return _prim_fits(src, dst)  # type: ignore[arg-type]
+        return _prim_fits(src, dst)
     return _assignable(src, dst, env or _EMPTY_ENV, set(), {})
 
 
@@ -671,7 +671,7 @@ def _assignable(src: Type, dst: Type, env: TypeEnv, seen: set[Any], memo: _Memo)
     if src is dst:
         return True
     if type(dst) is Prim and (type(src) is Prim or type(src) is LiteralType):
-        return _prim_fits(src, dst)  # type: ignore[arg-type]
+        return _prim_fits(src, dst)
     if src == dst:
         return True
     if isinstance(src, (ErrorType, NeverType)) or isinstance(dst, ErrorType):

@@ -143,8 +143,8 @@ def _fast_pattern() -> re.Pattern[str]:
 #: the order of the fast pattern's alternatives: words, brackets, line ends and operators (the
 #: most frequent tokens) first; `//`, `///` and `/*` before the operator `/`, the number forms
 #: and the string forms in the scanner's order
-_ORDER = ("word", "open", "close", "nl", "doc", "comment", "block", "badblock", "op", "dur")
-_ORDER += ("num", "badnum", "str3", "pstr", "str", "eof", "bad")
+_ORDER: tuple[str, ...] = ("word", "open", "close", "nl", "doc", "comment", "block", "badblock")
+_ORDER += ("op", "dur", "num", "badnum", "str3", "pstr", "str", "eof", "bad")
 
 
 _FAST_RE = _fast_pattern()

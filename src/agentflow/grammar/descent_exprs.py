@@ -106,7 +106,7 @@ class ExprDescent:
     def end_line(self, p: int) -> int:
         """The line on which token ``p`` ends."""
         v = self.V[p]
-        return self.L[p][0] if type(v) is str else v.span.end_line  # type: ignore[no-any-return]
+        return self.L[p][0] if type(v) is str else v.span.end_line
 
     def tt(self, a: int, b: int) -> Span:
         """The span from token ``a`` through token ``b``."""
