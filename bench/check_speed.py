@@ -42,6 +42,13 @@ use team "core" as core
 extern tool tracker__list(limit: int?) -> { items: Item0[] }
 
 type Priority = "p0" | "p1" | "p2"
+
+stage lead -> text {
+  agent(core.main) {
+    task "Summarise ${input.repo}"
+    expect text
+  }
+}
 """
 
 

@@ -12,6 +12,7 @@ construction; :func:`division_comments` is called next to the parse, by
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from agentflow.core.diagnostics import COMMENT_LOOKS_LIKE_DIVISION, Diagnostic
 from agentflow.core.spans import Span
@@ -25,6 +26,9 @@ __all__ = ["division_comments"]
 
 #: a `//` (not `///`) after what may end an operand, on one line: the cheap first look
 _CANDIDATE = re.compile(r"[\w)\]\"][ \t]*//(?!/)[ \t]*([^\n]+)")
+#: a run of slashes (a literal first: the search skips to each `/`); `_CANDIDATE` can match
+#: only at a run of exactly two
+_SLASHES = re.compile(r"//+")
 #: the tokens that end an operand
 _OPERAND_END = frozenset({"NAME", "NUMBER", "DURATION", "STRING", "RPAR", "RSQB"})
 #: the operand before a `//`, as written: a name, number or path, or one in parentheses
@@ -37,7 +41,7 @@ def division_comments(text: str, file: str) -> list[Diagnostic]:
     """A ``comment-looks-like-division`` warning at each ``//`` comment that follows an operand
     on its line and whose text parses as a divisor; ``[]`` for a text with none (the common
     case is one regular-expression search) or one the raw lexer cannot read."""
-    if not any(_divisor(m.group(1)) is not None for m in _CANDIDATE.finditer(text)):
+    if not any(_divisor(m.group(1)) is not None for m in _candidates(text)):
         return []
     found: list[Diagnostic] = []
     prev: Tok | None = None
@@ -58,6 +62,20 @@ def division_comments(text: str, file: str) -> list[Diagnostic]:
     except SynErr:
         return found
     return found
+
+
+def _candidates(text: str) -> Iterator[re.Match[str]]:
+    """``_CANDIDATE.finditer(text)``, searched only on the lines that hold a ``//`` that is not
+    part of ``///`` (a match never crosses a line end, so each line is searched on its own):
+    the pattern tries every word character of the text, and most lines have no ``//``."""
+    searched = -1
+    for m in _SLASHES.finditer(text):
+        if m.end() - m.start() != 2 or m.start() < searched:
+            continue  # `///`, or a second `//` on a line already searched
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.end())
+        searched = len(text) if end < 0 else end
+        yield from _CANDIDATE.finditer(text, start, searched)
 
 
 def _divisor(body: str) -> str | None:

@@ -160,6 +160,9 @@ class LiteralType(Type):
     def base(self) -> Prim:
         """The primitive type the literal belongs to."""
         v = self.value
+        base = _BASES.get(type(v))
+        if base is not None:
+            return base
         if isinstance(v, bool):
             return BOOL
         if isinstance(v, int):
@@ -298,6 +301,8 @@ JSON = Prim("json")
 NULL = Prim("null")
 NEVER = NeverType()
 ERROR = ErrorType()
+#: the base type of a literal by the class of its value (:attr:`LiteralType.base`)
+_BASES: dict[type, Prim] = {bool: BOOL, int: INT, float: NUMBER, str: TEXT}
 VERDICT = VerdictType()
 
 #: built-in type names → types
@@ -408,6 +413,8 @@ def make_union(members: list[Type]) -> Type:
 
 def is_numeric(t: Type, env: TypeEnv | None = None) -> bool:
     """``int``, ``number`` or a numeric literal (or a union of them)."""
+    if type(t) is Prim:
+        return t.name == "int" or t.name == "number"
     env = env or _EMPTY_ENV
     t = env.resolve(t)
     if t in (INT, NUMBER):
@@ -421,6 +428,8 @@ def is_numeric(t: Type, env: TypeEnv | None = None) -> bool:
 
 def is_textual(t: Type, env: TypeEnv | None = None) -> bool:
     """``text``, ``path``, ``member`` or a string literal (or a union of them)."""
+    if type(t) is Prim:
+        return t.name == "text" or t.name == "path" or t.name == "member"
     env = env or _EMPTY_ENV
     t = env.resolve(t)
     if t in (TEXT, PATH, MEMBER):
@@ -632,11 +641,41 @@ def assignable(src: Type, dst: Type, env: TypeEnv | None = None) -> bool:
     and closed (every required field present and assignable, no unknown field); a union source
     needs every member assignable, a union target any member.
     """
+    if src is dst:
+        return True
+    if type(dst) is Prim and (type(src) is Prim or type(src) is LiteralType):
+        return _prim_fits(src, dst)
     return _assignable(src, dst, env or _EMPTY_ENV, set(), {})
 
 
+def _prim_fits(src: Prim | LiteralType, dst: Prim) -> bool:
+    """:func:`_assignable` of a primitive or literal type to a primitive one, decided on their
+    names (the most frequent question: a literal or a primitive where a primitive is
+    expected), with the same answer as the general rules below."""
+    d = dst.name
+    if type(src) is LiteralType:
+        if d == "json":
+            return True
+        base = src.base.name
+        if base == "text" and (d == "path" or d == "member"):
+            return True  # a string literal is a path or member
+    else:
+        base = src.name  # type: ignore[union-attr]
+    return (
+        base == d
+        or d == "json"
+        or base == "json"
+        or (base == "int" and d == "number")
+        or ((base == "path" or base == "member") and d == "text")
+    )
+
+
 def _assignable(src: Type, dst: Type, env: TypeEnv, seen: set[Any], memo: _Memo) -> bool:
-    if src is dst or src == dst:
+    if src is dst:
+        return True
+    if type(dst) is Prim and (type(src) is Prim or type(src) is LiteralType):
+        return _prim_fits(src, dst)
+    if src == dst:
         return True
     if isinstance(src, (ErrorType, NeverType)) or isinstance(dst, ErrorType):
         return True

@@ -43,7 +43,6 @@ from agentflow.grammar.descent_exprs import ExprDescent, _Bail, bail, plain_text
 from agentflow.grammar.scanner import (
     _NL_VARIANT,
     _TOKEN_RE,
-    CLOSERS,
     KEYWORDS,
     MATCH_AFTER,
     OPENERS,
@@ -87,7 +86,7 @@ def parse_fast(text: str, file: str, driver: Driver) -> tuple[list[ast.Item], in
         toks = tokenize(text, file, driver)
     except (_Bail, SynErr, RecursionError):
         return [], 0
-    d = Descent(*toks)
+    d = Descent(file, *toks)
     try:
         return d.module(), -1
     except (_Bail, SynErr, RecursionError):
@@ -117,12 +116,35 @@ def _fast_pattern() -> re.Pattern[str]:
         ("(?P<block>/\\*)", "(?P<block>/\\*(?s:.*?)\\*/)\n  | (?P<badblock>/\\*)"),
         ('(?P<str>\\")', '(?P<pstr>"[^"\\\\$\\n]*")\n  | (?P<str>\\")'),
         ("(?P<eof>\\Z)", "(?P<eof>\\Z)\n  | (?P<bad>(?s:.))"),
+        (
+            "(?P<op>\\.\\.|\\?\\?|==|=>|!=|<=|>=|->|[-+*/%<>=.,:(){}\\[\\]|?@])",
+            "(?P<open>[({\\[])\n  | (?P<close>[)}\\]])\n"
+            "  | (?P<op>\\.\\.|\\?\\?|==|=>|!=|<=|>=|->|[-+*/%<>=.,:|?@])",
+        ),
     )
     for old, new in edits:
         if old not in pattern:  # pragma: no cover - the scanner's pattern changed
             raise RuntimeError(f"grammar/descent.py: the scanner's token pattern lost {old}")
         pattern = pattern.replace(old, new)
-    return re.compile(pattern, _TOKEN_RE.flags)
+    # the most frequent tokens first (the engine tries the alternatives in turn); only
+    # alternatives that start with different characters change places, so the first that
+    # matches at any position is the same one
+    head, rest = pattern.split("(?:\n", 1)
+    body, tail = rest.rsplit("\n   )", 1)
+    alternatives = {
+        a.strip().split(">", 1)[0].removeprefix("(?P<"): a.strip() for a in body.split("\n  | ")
+    }
+    if set(alternatives) != set(_ORDER):  # pragma: no cover - the scanner's pattern changed
+        raise RuntimeError("grammar/descent.py: the scanner's token pattern has other tokens")
+    body = "\n  | ".join(alternatives[k] for k in _ORDER)
+    return re.compile(f"{head}(?:\n    {body}\n   ){tail}", _TOKEN_RE.flags)
+
+
+#: the order of the fast pattern's alternatives: words, brackets, line ends and operators (the
+#: most frequent tokens) first; `//`, `///` and `/*` before the operator `/`, the number forms
+#: and the string forms in the scanner's order
+_ORDER: tuple[str, ...] = ("word", "open", "close", "nl", "doc", "comment", "block", "badblock")
+_ORDER += ("op", "dur", "num", "badnum", "str3", "pstr", "str", "eof", "bad")
 
 
 _FAST_RE = _fast_pattern()
@@ -130,31 +152,37 @@ _FAST_RE = _fast_pattern()
 _GROUPS = tuple(
     _FAST_RE.groupindex[k]
     for k in ("word", "wcolon", "op", "nl", "pstr", "num", "dur", "str", "str3", "doc")
-    + ("comment", "block")
+    + ("comment", "block", "open", "close")
 )
 _G_EOF = _FAST_RE.groupindex["eof"]
 
 
 def tokenize(
     text: str, file: str, driver: Driver
-) -> tuple[list[str], list[Any], list[tuple[Any, ...]], dict[int, str], set[int]]:
-    """``(kinds, values, spans, docs, hard)``: per token its terminal, its value (the text; an
-    ``ast.StringLit`` for a string) and its span's fields ``(file, line, column, end_line,
-    end_column, start, end)``; the ``///`` text before a token, by index; the indices of the
-    top-level keywords that start a line outside brackets (never a name).  A sentinel ``$END``
-    token ends the lists.  Raises :class:`~agentflow.grammar.descent_exprs._Bail` at what the
-    scanner reports."""
+) -> tuple[list[str], list[Any], list[int], list[tuple[int, int]], dict[int, str], set[int]]:
+    """``(kinds, values, starts, lines, docs, hard)``: per token its terminal, its value (the
+    text, so the token ends ``len(value)`` after its start on its line; an ``ast.StringLit``
+    for a string, whose span is the token's), its offset in ``text`` and ``(line, offset of
+    that line's start)`` of its line (one tuple shared by the tokens of a line: the span's
+    fields are computed only for the tokens that become a span,
+    :meth:`~agentflow.grammar.descent_exprs.ExprDescent.span`); the ``///`` text before a
+    token, by index; the indices of the top-level keywords that start a line outside brackets
+    (never a name).  A sentinel ``$END`` token ends the lists.  Raises
+    :class:`~agentflow.grammar.descent_exprs._Bail` at what the scanner reports."""
     kinds: list[str] = []
     values: list[Any] = []
-    spans: list[tuple[Any, ...]] = []
+    starts: list[int] = []
+    lines: list[tuple[int, int]] = []
     docs: dict[int, str] = {}
     hard: set[int] = set()
     kpush = kinds.append
     vpush = values.append
-    spush = spans.append
+    ipush = starts.append
+    lpush = lines.append
     n = len(text)
     line = 1
     ls = 0
+    lp = (line, ls)
     stack: list[str] = []
     bol = True
     doc: list[str] | None = None
@@ -164,13 +192,10 @@ def tokenize(
     match_after = MATCH_AFTER.match
     top_level = TOP_LEVEL
     openers = OPENERS
-    closers = CLOSERS
-    g_word, g_wcolon, g_op, g_nl, g_pstr, g_num, g_dur, g_str, g_str3, g_doc, g_comment, g_block = (
-        _GROUPS
-    )
+    (g_word, g_wcolon, g_op, g_nl, g_pstr, g_num, g_dur, g_str, g_str3, g_doc) = _GROUPS[:10]
+    g_comment, g_block, g_open, g_close = _GROUPS[10:]
     g_eof = _G_EOF
     sc: Scanner | None = None
-    last = ""
     pos = 0
     while pos >= 0:
         restart = -1
@@ -186,11 +211,11 @@ def tokenize(
                     if bol:
                         if stack and starts_declaration(value, text, j, n):
                             bail()
-                        if typ == "NOT" and (not stack or stack[-1] == "{"):
+                        if typ == "NOT" and (not stack or stack[-1] == "}"):
                             typ = "NOT_NL"
                     if bol and not stack and value in top_level:
                         hard.add(len(kinds))
-                    elif g == g_wcolon or last == "DOT":
+                    elif g == g_wcolon or (kinds and kinds[-1] == "DOT"):
                         typ = "NAME"
                     elif typ == "SLEEP" and text.startswith("(", j):
                         typ = "NAME"  # `sleep(`: a call of a tool named sleep
@@ -200,36 +225,46 @@ def tokenize(
                 i, j = m.span(g)
                 value = text[i:j]
                 typ = ops[value]
-                if value in openers:
-                    if bol and value != "{" and (not stack or stack[-1] == "{"):
-                        typ = _NL_VARIANT[typ]
-                    if len(stack) >= MAX_NESTING:
-                        bail()
-                    stack.append(value)
-                elif value in closers:
-                    if stack and stack[-1] == closers[value]:
-                        stack.pop()
-                    else:
-                        bail()
-                elif bol and typ == "MINUS" and (not stack or stack[-1] == "{"):
+                if bol and typ == "MINUS" and (not stack or stack[-1] == "}"):
                     typ = "MINUS_NL"
+            elif g == g_open:
+                i, j = m.span(g)
+                value = text[i:j]
+                typ = ops[value]
+                if bol and value != "{" and (not stack or stack[-1] == "}"):
+                    typ = _NL_VARIANT[typ]
+                if len(stack) >= MAX_NESTING:
+                    bail()
+                stack.append(openers[value])  # the closer it expects
+            elif g == g_close:
+                i, j = m.span(g)
+                value = text[i:j]
+                typ = ops[value]
+                if stack and stack[-1] == value:
+                    stack.pop()
+                else:
+                    bail()
             elif g == g_nl:
                 line += 1
                 ls = m.end()
+                lp = (line, ls)
                 bol = True
                 continue
             elif g == g_pstr:
                 i, j = m.span(g)
                 s = text[i + 1 : j - 1]
-                sp = (file, line, i - ls + 1, line, j - ls + 1, i, j)
                 kpush("STRING")
-                vpush(ast.StringLit(Span(*sp), [s] if s else []))
-                spush(sp)
+                vpush(
+                    ast.StringLit(
+                        Span(file, line, i - ls + 1, line, j - ls + 1, i, j), [s] if s else []
+                    )
+                )
+                ipush(i)
+                lpush(lp)
                 if doc is not None:
                     docs[len(kinds) - 1] = "\n".join(doc)
                     doc = None
                 bol = False
-                last = "STRING"
                 continue
             elif g == g_num or g == g_dur:
                 i, j = m.span(g)
@@ -246,16 +281,18 @@ def tokenize(
                     lit, j = sc.scan_string(i, line, ls)
                 else:
                     lit, j = sc.scan_triple(i, line, ls)
-                sp = (file, line, i - ls + 1, lit.span.end_line, lit.span.end_column, i, j)
+                if lit.span.start != i or lit.span.end != j:  # pragma: no cover - never so
+                    bail()  # the token's span is the string's (ExprDescent.span)
                 kpush("STRING")
                 vpush(lit)
-                spush(sp)
+                ipush(i)
+                lpush(lp)
                 line, ls = sc.line, sc.ls
+                lp = (line, ls)
                 if doc is not None:
                     docs[len(kinds) - 1] = "\n".join(doc)
                     doc = None
                 bol = False
-                last = "STRING"
                 restart = j  # go on after the string: a new pass of the pattern
                 break
             elif g == g_doc:
@@ -276,28 +313,29 @@ def tokenize(
                 if nl:
                     line += nl
                     ls = text.rfind("\n", i, j) + 1
+                    lp = (line, ls)
                 continue
             elif g == g_eof:
                 break
             else:  # badnum, an unterminated block comment, an unexpected character
                 bail()
-            c = i - ls + 1
             kpush(typ)
             vpush(value)
-            spush((file, line, c, line, c + j - i, i, j))
+            ipush(i)
+            lpush(lp)
             if doc is not None:
                 docs[len(kinds) - 1] = "\n".join(doc)
                 doc = None
             bol = False
-            last = typ
         pos = restart
     if stack:
         bail()
     # the end marker: no rule takes it
     kinds.append("$END")
     values.append("")
-    spans.append((file, line, n - ls + 1, line, n - ls + 1, n, n))
-    return kinds, values, spans, docs, hard
+    starts.append(n)
+    lines.append(lp)
+    return kinds, values, starts, lines, docs, hard
 
 
 # ---------------------------------------------------------------------------------------------

@@ -66,46 +66,79 @@ class ExprDescent:
     """One recursive-descent parse over the token lists of
     :func:`agentflow.grammar.descent.tokenize`; ``p`` is the index of the next token."""
 
-    __slots__ = ("K", "V", "SP", "docs", "hard", "p")
+    __slots__ = ("file", "K", "V", "S", "L", "docs", "hard", "p")
 
     def __init__(
         self,
+        file: str,
         kinds: list[str],
         values: list[Any],
-        spans: list[tuple[Any, ...]],
+        starts: list[int],
+        lines: list[tuple[int, int]],
         docs: dict[int, str],
         hard: set[int],
     ) -> None:
+        self.file = file
         self.K = kinds
         self.V = values
-        self.SP = spans
+        self.S = starts
+        self.L = lines
         self.docs = docs
         self.hard = hard
         self.p = 0
 
     # -- helpers --------------------------------------------------------------------------------
+    # A token's span: it starts at ``S[p]`` on line ``L[p][0]`` (which starts at ``L[p][1]``)
+    # and ends ``len(V[p])`` later on the same line, or where its string ends (``V[p].span``).
 
     def span(self, p: int) -> Span:
         """The span of token ``p``."""
-        return Span(*self.SP[p])
+        v = self.V[p]
+        i = self.S[p]
+        line, ls = self.L[p]
+        if type(v) is str:
+            c = i - ls + 1
+            n = len(v)
+            return Span(self.file, line, c, line, c + n, i, i + n)
+        s = v.span
+        return Span(self.file, line, i - ls + 1, s.end_line, s.end_column, i, s.end)
+
+    def end_line(self, p: int) -> int:
+        """The line on which token ``p`` ends."""
+        v = self.V[p]
+        return self.L[p][0] if type(v) is str else v.span.end_line
 
     def tt(self, a: int, b: int) -> Span:
         """The span from token ``a`` through token ``b``."""
-        sa = self.SP[a]
-        sb = self.SP[b]
-        return Span(sa[0], sa[1], sa[2], sb[3], sb[4], sa[5], sb[6])
+        i = self.S[a]
+        line, ls = self.L[a]
+        v = self.V[b]
+        if type(v) is str:
+            j = self.S[b]
+            end_line, end_ls = self.L[b]
+            n = len(v)
+            return Span(self.file, line, i - ls + 1, end_line, j - end_ls + 1 + n, i, j + n)
+        s = v.span
+        return Span(self.file, line, i - ls + 1, s.end_line, s.end_column, i, s.end)
 
     def tn(self, a: int, node: Any) -> Span:
         """The span from token ``a`` through ``node``."""
-        sa = self.SP[a]
+        i = self.S[a]
+        line, ls = self.L[a]
         s = node.span
-        return Span(sa[0], sa[1], sa[2], s.end_line, s.end_column, sa[5], s.end)
+        return Span(self.file, line, i - ls + 1, s.end_line, s.end_column, i, s.end)
 
     def nt(self, node: Any, b: int) -> Span:
         """The span from ``node`` through token ``b``."""
         s = node.span
-        sb = self.SP[b]
-        return Span(s.file, s.line, s.column, sb[3], sb[4], s.start, sb[6])
+        v = self.V[b]
+        if type(v) is str:
+            j = self.S[b]
+            end_line, end_ls = self.L[b]
+            n = len(v)
+            return Span(s.file, s.line, s.column, end_line, j - end_ls + 1 + n, s.start, j + n)
+        e = v.span
+        return Span(s.file, s.line, s.column, e.end_line, e.end_column, s.start, e.end)
 
     def isname(self, p: int) -> bool:
         """Token ``p`` can be a name here (the caller has tried its keywords)."""
@@ -217,14 +250,13 @@ class ExprDescent:
         ``call_clauses``).  A clause word that starts a line is a name where a statement may
         start (the scanner's rule): that needs the parser's state, so the fast path gives up."""
         K = self.K
-        SP = self.SP
         clauses: list[ast.Clause] = []
         while True:
             kw = self.p
             k = K[kw]
             if k != "TIMEOUT" and k != "RETRY":
                 break
-            if SP[kw][1] != SP[kw - 1][3]:
+            if self.L[kw][0] != self.end_line(kw - 1):
                 bail()  # starts a line: a clause, or a name beginning the next statement
             self.p = kw + 1
             if k == "TIMEOUT":
@@ -373,7 +405,7 @@ class ExprDescent:
                 push(("not in", t, t))
             else:
                 self.p = q + 1
-                t = _OpTok(Span(*self.SP[q]))
+                t = _OpTok(self.span(q))
                 push((self.V[q], t, t))
             push(self.operand() if K[self.p] in _PREFIX else self.postfix())
             k = K[self.p]
@@ -429,7 +461,12 @@ class ExprDescent:
         p = self.p
         if K[p] == "NAME":
             self.p = p + 1
-            e: ast.Expr = ast.Name(Span(*self.SP[p]), V[p])
+            name = V[p]
+            i = self.S[p]
+            line, ls = self.L[p]
+            c = i - ls + 1
+            n = len(name)
+            e: ast.Expr = ast.Name(Span(self.file, line, c, line, c + n, i, i + n), name)
         else:
             e = self.atom()
         while True:
