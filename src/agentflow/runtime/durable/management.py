@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-from typing import Any
+from typing import Any, TypeGuard
 
 from agentflow.core.vocabulary import Code
 from agentflow.errors import Cancelled, InputError, RunError
@@ -242,16 +242,30 @@ def _info(w: Any, alive: bool) -> RunInfo:
         output = {
             "error": {"code": Code.ABORTED, "message": Cancelled().message, "step_path": None}
         }
+    created = (w.created_at or 0) / 1000.0
+    # a SQLite row's times are whole seconds (the engine's column default): the start the run's
+    # process recorded (`started`) is the same moment to the millisecond
+    started = spec.get("started") if isinstance(spec, dict) else None
+    if _is_number(started) and abs(started - created) < 1.0:
+        created = float(started)
+    took = output.get("duration_ms") if output else None
     return RunInfo(
         run_id=w.workflow_id,
         status=_status(w, alive),
         plan=plan_name,
-        created_at=(w.created_at or 0) / 1000.0,
+        created_at=created,
         updated_at=(w.updated_at or 0) / 1000.0,
         error=output.get("error") if output else (error_text(w.error) if w.error else None),
         output=output.get("output") if output else None,
         question=asked_question(spec),
+        duration_ms=int(took) if _is_number(took) and took >= 0 else None,
     )
+
+
+def _is_number(value: Any) -> TypeGuard[int | float]:
+    """True for a finite int or float (not a bool)."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    return ok and math.isfinite(value)
 
 
 @on_engine(temporal_manage)

@@ -345,6 +345,9 @@ async def _info(client: Any, w: Any) -> RunInfo:
             out = await _outcome(client.get_workflow_handle(w.id))
             info.error = out.get("error")
             info.output = out.get("output")
+            took = out.get("duration_ms")
+            if isinstance(took, int) and not isinstance(took, bool) and took >= 0:
+                info.duration_ms = took
     return info
 
 
