@@ -324,13 +324,19 @@ def durable_outcomes(plan: Any, info: Any) -> dict[str, Any]:
             continue
         start, end = s.get("started_at"), s.get("finished_at")
         took = (end - start) * 1000 if start and end else 0.0
-        if s.get("status") == "error":
+        stopped = s.get("status") == "interrupted" and isinstance(s.get("error"), dict)
+        if s.get("status") == "error" or stopped:
+            # a failed operation, or a step the run's end stopped (an `ask` waiting when the
+            # run was cancelled: `✗ … aborted`, as `flowc run` says it)
             status = "error"
         elif end is None and on and s.get("status") != "unanswered":
             status = "running"
         else:
             status = "ok"
         mark(s["path"], status, elapsed=took, inference=str(s.get("kind", "")).startswith("model"))
+        nid = node(s["path"]) if stopped else None
+        if nid is not None and out[nid].error is None:
+            out[nid].error = dict(s["error"])
     for q in info.questions:
         mark(q.path, "waiting")
     error = info.error or {}
