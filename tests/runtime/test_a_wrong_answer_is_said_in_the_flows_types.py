@@ -32,7 +32,7 @@ def test_a_wrong_answer_names_the_flows_type(tmp_path):
     def said(name, value):
         return check_answer(value, asks[name]["schema"], asks[name].get("choices"))
 
-    assert said("ok", "maybe") == "`answer` is \"maybe\", but the ask's type wants `bool` here"
+    assert said("ok", "maybe") == '`answer` is "maybe", but the ask\'s type wants `bool` here'
     assert said("n", 2.5) == "`answer` is 2.5, but the ask's type wants `int` here"
     assert said("p", {"name": "a"}) == (
         "`answer` lacks the required field `steps` of the ask's type `Plan`"
@@ -41,7 +41,7 @@ def test_a_wrong_answer_names_the_flows_type(tmp_path):
         "`answer.name` is 1, but the ask's type wants `text` here"
     )
     assert said("ps", [{"name": "a", "steps": "b"}]) == (
-        "`answer[0].steps` is \"b\", but the ask's type wants `int` here"
+        '`answer[0].steps` is "b", but the ask\'s type wants `int` here'
     )
     for name, value in (("ok", "maybe"), ("n", 2.5), ("p", 3), ("ps", {})):
         problem = said(name, value)
