@@ -507,7 +507,9 @@ class Place:
         if isinstance(self.step.meta.get("kind"), str):  # the construct it is the work of
             return str(self.step.meta["kind"])
         if tool == "value" and not self.step.meta.get("name"):
-            return "return"  # a stage's or a body's value, as the `.flow` writes it
+            # a stage's or a body's value, as the `.flow` writes it: its `return`, or nothing
+            # of its own for a last expression (`map xs as it { f(it) }`: `s › item 1`)
+            return "" if self.step.meta.get("implicit") else "return"
         return tool_label(tool)
 
 
