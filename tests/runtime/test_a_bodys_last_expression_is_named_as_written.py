@@ -64,3 +64,18 @@ def test_a_value_written_without_return_is_named_by_its_place(tmp_path, case):
     assert result.status == "error"
     assert result.error.code == "parse_error", result.error
     assert result.error.to_dict()["label"] == label
+
+
+def test_a_last_expression_computed_on_a_tools_result_quotes_the_lets_name(tmp_path):
+    # the body's value is computed from the tool's result (its step's `select`): said with
+    # the `let` the user wrote (`parse_int(t)`), never the plan's `result`
+    (tmp_path / "n.txt").write_text("hello", encoding="utf-8")
+    flow = tmp_path / "f.flow"
+    flow.write_text(
+        "input { xs: path[] }\nstage s -> int[] {\n  return map input.xs as it {\n"
+        "    let t = read_file(path: it)\n    parse_int(t)\n  }\n}\n",
+        encoding="utf-8",
+    )
+    result = api.run_sync(api.load(flow), {"xs": ["n.txt"]}, workspace=str(tmp_path))
+    assert result.error.code == "parse_error", result.error
+    assert result.error.message == '`parse_int(t)`: "hello" is not an integer'
