@@ -18,6 +18,7 @@ from agentflow.compiler.contracts import contract_for
 from agentflow.compiler.lower_expressions import absent_reads_null
 from agentflow.compiler.lowering import LoweringError, lower
 from agentflow.compiler.render import render_text
+from agentflow.core.vocabulary import UNANSWERED_FAIL
 from agentflow.errors import ErrorInfo, FlowError
 from agentflow.flowtest import _plan_tool_name, _where, virtual_sleep
 from agentflow.flowtest_steps import plan_steps
@@ -25,7 +26,7 @@ from agentflow.ir.loader import load_plan_data
 from agentflow.runtime.config import Config, find_config, load_config
 from agentflow.runtime.events import CallbackSink
 from agentflow.runtime.expressions import evaluate
-from agentflow.runtime.hooks import Hooks
+from agentflow.runtime.hooks import NO_ANSWER, AskRequest, Hooks
 from agentflow.runtime.models.router import test_router
 from agentflow.runtime.models.test_model import GenerationError, generate_value
 from agentflow.runtime.tools.catalog import Catalog, Tool
@@ -87,8 +88,9 @@ class ExploreReport:
 def explore(path: str | os.PathLike[str], runs: int) -> ExploreReport:
     """Run the flow at ``path`` ``runs`` times with generated answers (docs/reference/testing.md
     "Exploring"): agents answer with the test model, seeds ``0 … runs-1``; every tool answers a
-    value generated from its declared result type (nothing touches the disk or the network); the
-    input is, in turn, each ``input`` of the file's tests, else one generated from the input type.
+    value generated from its declared result type (nothing touches the disk or the network), every
+    ``ask`` a value of its type or one of its choices (so the runs take both answers of a
+    ``bool``, a default or not); the input is, in turn, each ``input`` of the file's tests, else one generated from the input type.
     Reports how often each ``if`` branch, ``require``, ``verify`` and ``map`` outcome happened and
     which answers made a run fail. Never raises for a mistake in the file (``error`` says it)."""
     return asyncio.run(_explore(Path(path), runs))
@@ -113,6 +115,7 @@ async def _explore(file: Path, runs: int) -> ExploreReport:
     except LoweringError as e:
         report.error = f"{_where(shown, e.span)}: {e.message}"
         return report
+    _unanswerable_asks(data)
     plan = load_plan_data(data, shown)
     sites: dict[str, ExploreSite] = {}
     for step in plan_steps(data):
@@ -158,6 +161,23 @@ async def _explore(file: Path, runs: int) -> ExploreReport:
     return report
 
 
+def _unanswerable_asks(data: dict[str, Any]) -> None:
+    """Give each ``ask`` step of plan ``data`` with neither ``default`` nor ``else fail`` the
+    failure exploring says when it cannot generate an answer of the ask's type (a run's own
+    advice, ``--answer`` and ``flowc answer``, is no option of ``flowc test --explore``)."""
+    for st in plan_steps(data):
+        given = st.get("input") if st.get("tool_name") == "ask" else None
+        if not isinstance(given, dict) or given.get("when_unanswered") != {"fail": UNANSWERED_FAIL}:
+            continue
+        question = str(given.get("question") or "").strip()
+        first = question.splitlines()[0] if question else ""
+        shown = f' "{first}{"…" if first != question else ""}"' if "{" not in first else ""
+        given["when_unanswered"] = {
+            "fail": f"exploring cannot generate an answer to the question{shown} from its "
+            "type: give the ask a default, or test it with `stub ask NAME returns VALUE`"
+        }
+
+
 def _source_key(source: str) -> tuple[str, int, int]:
     parts = source.rsplit(":", 2)
     try:
@@ -191,6 +211,22 @@ async def _explore_once(
                 return None
 
         return Tool(name, f"generated {name}", {"type": "object"}, answer, source="explore")
+
+    async def generated_answer(request: AskRequest) -> Any:
+        # an `ask` is answered as a tool is: a value of its type (one of its choices), drawn
+        # for this run and this place, so the runs take both answers of a `bool`, each member
+        # of a union of literals … (a default is no answer of its own: one value of the type)
+        rng = random.Random(json.dumps([seed, "ask", request.step_path]))
+        try:
+            if request.choices:
+                value = rng.choice(list(request.choices))
+            else:
+                value = generate_value(request.schema or {"type": "string"}, rng)
+        except GenerationError:
+            return NO_ANSWER  # its default, else the failure `_unanswerable_asks` gave it
+        where = started.get(request.step_path, ("", ""))[1] or request.step_path
+        answers.append((f"the ask at {where}", json.dumps(value, ensure_ascii=False)))
+        return value
 
     catalog = Catalog(generated_tool(name, schema) for name, schema in schemas.items())
     config: Any = Config()
@@ -274,7 +310,8 @@ async def _explore_once(
             shape_cache=False,
             telemetry=False,
             sinks=[CallbackSink(on_event)],
-            hooks=Hooks(sleeper=virtual_sleep),  # a `sleep` takes no time here either
+            # a `sleep` takes no time here either; an `ask` is answered with a generated value
+            hooks=Hooks(interlocutor=generated_answer, sleeper=virtual_sleep),
         )
     except FlowError as e:
         report.failures.append(ExploreFailure(seed, "validation", str(e), None, answers))

@@ -200,3 +200,46 @@ def test_an_if_in_a_loop_counts_each_run_once_per_outcome_not_once_per_round(tmp
     result = CliRunner().invoke(main, ["test", "--explore", "5", str(path)])
     assert result.exit_code == 0, result.output
     assert "rounds.flow:5:13  if       then: 5  else: 5" in result.output
+
+
+ASKS = """\
+type Pick = "red" | "blue"
+stage s -> text {
+  let ok = ask "Proceed?" expect bool
+  require ok else fail "declined"
+  let c = ask "Colour?" expect Pick default "red"
+  if c == "blue" {
+    return "b"
+  }
+  return "r"
+}
+"""
+
+
+def test_exploring_answers_each_ask_with_values_of_its_type(tmp_path):
+    path = tmp_path / "asks.flow"
+    path.write_text(ASKS, encoding="utf-8")
+    report = explore(path, 12)
+    by_kind = {site.kind: site for site in report.sites}
+    # both answers of the `bool` (no default), each member of `Pick` (despite its default)
+    assert by_kind["require"].missed == [] and by_kind["if"].missed == []
+    for failure in report.failures:
+        assert failure.message == "declined"
+        assert failure.answers == [("the ask at asks.flow:3:12", "false")]
+
+
+def test_an_ask_exploring_cannot_answer_names_what_would_answer_it(tmp_path, monkeypatch):
+    from agentflow import flowexplore
+    from agentflow.runtime.models.test_model import GenerationError
+
+    def cannot(schema, rng):
+        raise GenerationError("no value")
+
+    monkeypatch.setattr(flowexplore, "generate_value", cannot)
+    path = tmp_path / "asks.flow"
+    path.write_text(ASKS, encoding="utf-8")
+    report = explore(path, 2)
+    message = report.failures[0].message
+    assert message.startswith('exploring cannot generate an answer to the question "Proceed?"')
+    assert "--answer" not in message and "flowc answer" not in message
+    assert "stub ask NAME returns VALUE" in message

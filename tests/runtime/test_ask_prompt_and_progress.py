@@ -66,7 +66,8 @@ def test_the_terminal_prompt_shows_type_choices_default_and_asks_again(tmp_path)
     text = shown.getvalue()
     assert "? [go › ask] Publish the digest?\n" in text
     assert "  answer: bool: yes or no (default: no); an empty line leaves it unanswered\n> " in text
-    assert '  not accepted: "sure" is not of type "boolean"; try again\n> ' in text
+    not_bool = '`answer` is "sure", but the ask\'s type wants `bool` here'
+    assert f"  not accepted: {not_bool}; try again\n> " in text
     assert "  1) ship\n  2) hold\n" in text
     assert "answer: the number or the text of a choice (default: hold)" in text
     assert '  not accepted: 3 is not one of "ship" | "hold"; try again\n> ' in text
@@ -88,8 +89,8 @@ def test_a_given_answer_the_question_refuses_fails_the_step_with_flowc_answers_m
     assert result.status == "error" and result.error is not None
     assert result.error.code == "output_validation"
     assert result.error.message == (
-        'answer to `Publish the digest?`: "maybe" is not of type "boolean"; a yes/no question '
-        "takes yes, no, true or false (or y, n) (the answer given for go)"
+        'answer to `Publish the digest?`: `answer` is "maybe", but the ask\'s type wants `bool` '
+        "here; a yes/no question takes yes, no, true or false (or y, n) (the answer given for go)"
     )
 
 

@@ -91,7 +91,7 @@ def test_a_busy_value_ends_at_the_deadline_named_as_the_flow_wrote_it(tmp_path):
     error = result.error.to_dict()
     assert error["code"] == "deadline_exceeded", error
     assert error["message"] == "the workflow deadline (1s) expired computing a value"
-    assert error["label"] == "busy › round 1 › return" and error["step_path"] == "E0/round.1"
+    assert error["label"] == "busy › round 1" and error["step_path"] == "E0/round.1"
     assert "E0" not in error["message"]
     assert s.took < s.bound(4), s.took
 

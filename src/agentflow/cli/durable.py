@@ -35,7 +35,7 @@ from agentflow.cli.common import (
 from agentflow.core.redaction import redact
 from agentflow.core.text import choices_text
 from agentflow.core.text import money as as_money
-from agentflow.core.vocabulary import Code
+from agentflow.core.vocabulary import Code, seconds_text
 from agentflow.errors import ErrorInfo, FlowError, Interrupted
 
 #: the steps ``flowc runs show`` lists by default (one page; ``--limit 0``: all)
@@ -540,7 +540,7 @@ def _step_line(step: dict[str, Any]) -> str:
     mark = "reused" if step.get("reused") else step["status"]
     start, end = step.get("started_at"), step.get("finished_at")
     at = time.strftime("%H:%M:%S", time.localtime(start)) if start else "-"
-    took = f"{end - start:.2f}s" if start and end else "-"
+    took = seconds_text(end - start) if start and end else "-"
     if step.get("internal"):
         what = f"(engine) {step['operation']}"
     elif step.get("label"):

@@ -277,6 +277,12 @@ def expect_is_wrapped(expect: str, env: T.TypeEnv) -> bool:
     return _root_object_name(T.NamedRef(expect), env) is None
 
 
+def object_type_name(t: T.Type, env: T.TypeEnv) -> str | None:
+    """The name of the object type ``t`` is (``Plan``, through aliases), the root of its
+    contract (:func:`contract_for`); None for any other type."""
+    return _root_object_name(t, env)
+
+
 def _root_object_name(t: T.Type, env: T.TypeEnv) -> str | None:
     seen = 0
     while isinstance(t, T.NamedRef) and t.name in env.aliases and seen < 100:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentflow.compiler import types as T
-from agentflow.compiler.contracts import agent_contract, contract_for
+from agentflow.compiler.contracts import agent_contract, contract_for, object_type_name
 from agentflow.compiler.lower_expressions import (
     Ctx,
     Frag,
@@ -410,6 +410,9 @@ class EffectLowering(LoweringShared):
         inp: dict[str, Any] = {"question": self.text_value(e.question, ctx)}
         if e.expect is not None:
             inp["schema"] = contract_for(self.r.type_of(e), self.env)
+            named = object_type_name(self.r.type_of(e), self.env)
+            if named is not None:  # a wrong answer is said in its name (`Plan`), not spelt out
+                inp["schema"] = {**inp["schema"], "title": named}
             if "enum" in inp["schema"]:  # `expect "ship" | "hold"`: offer them as choices
                 inp["choices"] = list(inp["schema"]["enum"])
         if e.default is not None:

@@ -244,7 +244,10 @@ class _Lowerer(
                 value = NULL
             uses = self.name_uses[id(stage)] + (stage is r.stages[-1])  # the finish reads it
             # a value step of the stage's value points at its `return`, not the `stage` line
-            value = self.share(value, ctx, value_span(stage.body.stmts, stage.span), uses)
+            shared = self.share(value, ctx, value_span(stage.body.stmts, stage.span), uses)
+            if shared is not value:  # a value step made for it
+                _mark_implicit(shared, stage.body.stmts)
+            value = shared
             root.bindings[stage.name.name] = value
             self.stage_values[stage.name.name] = self.whole(value)
             _mark_value_of(value, stage.name.name)
@@ -259,6 +262,7 @@ class _Lowerer(
             )
             step = self.add_step(ctx, "value", {"value": self.whole(last or NULL)}, span)
             self._keep_text(step["meta"], r.stages[-1] if r.stages else None, ctx)
+            _mark_implicit(Frag([StepRef(step)]), r.stages[-1].body.stmts if r.stages else [])
             last = Frag([StepRef(step)])
         data: dict[str, Any] = {"version": 1, "name": self.flow}
         if r.description:
@@ -358,6 +362,8 @@ class _Lowerer(
         elif isinstance(last, ast.ExprStmt):
             span = last.expr.span
         finish["meta"] = {"source": self.source(span), "stage": stage.name.name}
+        if not isinstance(value_stmt(stage.body.stmts), ast.ReturnStmt):
+            finish["meta"]["implicit"] = True  # no `return` written: named by its stage alone
         return finish
 
     # -- statements --------------------------------------------------------------------------
@@ -544,9 +550,11 @@ class _Lowerer(
         if value is None:
             value = NULL
         if not scratch:
-            return self.add_step(
+            made = self.add_step(
                 bctx, "value", {"value": self.whole(value)}, value_span(stmts, span)
             )
+            _mark_implicit(Frag([StepRef(made)]), stmts)
+            return made
         step = scratch[0]
         if len(value.parts) == 1 and isinstance(value.parts[0], StepRef):
             if value.parts[0].step is step:
@@ -584,6 +592,7 @@ class _Lowerer(
                 sctx, "value", {"value": self.whole(value)}, value_span(stmts, span)
             )
             value = Frag([StepRef(last)])
+            _mark_implicit(value, stmts)
         where = f" of stage `{ctx.stage}`" if ctx.stage else ""
         self.plans[name] = {
             "version": 1,
@@ -828,6 +837,21 @@ def value_span(stmts: list[ast.Stmt], default: Span) -> Span:
     line, not the `stage` line."""
     st = value_stmt(stmts)
     return st.span if st is not None else default
+
+
+def _mark_implicit(value: Frag, stmts: list[ast.Stmt]) -> None:
+    """Mark the ``value`` step holding the value of a block of ``stmts`` written without a
+    ``return`` (its last expression: ``map xs as it { parse_int(it.qty) }``) ``meta.implicit``:
+    the run names it by its place alone (``totals › item 1``), never ``› return``, which the
+    user did not write (runtime/where.py)."""
+    if len(value.parts) != 1 or not isinstance(value.parts[0], StepRef):
+        return
+    step = value.parts[0].step
+    meta = step.setdefault("meta", {})
+    if step.get("tool_name") != "value" or meta.get("name"):
+        return
+    if not isinstance(value_stmt(stmts), ast.ReturnStmt):
+        meta["implicit"] = True
 
 
 def _mark_value_of(value: Frag, stage: str) -> None:

@@ -575,6 +575,12 @@ def duration_text(ms: int) -> str:
     return "".join(out) or "0ms"
 
 
+def seconds_text(secs: float) -> str:
+    """How long something took, as every place shows a run's or a step's time (``flowc run``'s
+    ``run ok in 1.51s``, ``flowc runs show``, ``flowc ui``): seconds with two decimals."""
+    return f"{secs:.2f}s"
+
+
 # ---------------------------------------------------------------------------------------------
 # Numeric limits
 

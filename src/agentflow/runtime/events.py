@@ -26,7 +26,7 @@ from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from agentflow.core.redaction import SECRETS, redact, redact_data
 from agentflow.core.text import escape_surrogates, finite_dumps, money, visible
-from agentflow.core.vocabulary import Code, started_items
+from agentflow.core.vocabulary import Code, seconds_text, started_items
 from agentflow.errors import InputError
 from agentflow.runtime.extract import loads_bounded
 from agentflow.runtime.where import call_summary
@@ -636,8 +636,8 @@ class ConsoleSink:
                 self._live_started = False
             usage = data.get("usage")
             spent = _spent(usage) if isinstance(usage, dict) else ""
-            secs = data.get("duration_ms", 0) / 1000
-            self._print(f"run {data.get('status', '')} in {secs:.2f}s{spent}")
+            took = seconds_text(data.get("duration_ms", 0) / 1000)
+            self._print(f"run {data.get('status', '')} in {took}{spent}")
         # the live view redraws itself (auto refresh, 8/s) from _render: no work per event
 
     def close(self) -> None:

@@ -494,8 +494,11 @@ class Executor:
             elif not getattr(e, "named_at", None):  # the sub-expression as the `.flow` wrote it
                 lets_by_name(e, fin.meta)
             if not e.where and stage and e.step_path == frame.path("finish"):
-                what = let["name"] if let else "return"
-                e.where = {"stage": str(stage), "label": f"{stage} › {what}"}
+                # its `let`, its `return`, or (a last expression: no `return` written) the
+                # stage alone
+                what = let["name"] if let else "" if fin.meta.get("implicit") else "return"
+                label = f"{stage} › {what}" if what else str(stage)
+                e.where = {"stage": str(stage), "label": label}
             if quotes_expressions(e) and not getattr(e, "named_at", None):
                 e.named_at = e.step_path  # type: ignore[attr-defined]
                 caller = self.places.get(frame.prefix) if frame.prefix else None

@@ -30,7 +30,7 @@ from agentflow.core.schema_types import flow_type_of_schema
 from agentflow.core.text import choices_text, value_text, visible
 from agentflow.core.vocabulary import Code
 from agentflow.errors import InputError, RunAborted, RunError
-from agentflow.ir.schemas import validation_errors
+from agentflow.ir.mismatch import mismatches, type_names
 from agentflow.runtime.extract import (
     NonJsonNumber,
     json_number_problem,
@@ -406,31 +406,24 @@ def check_answer(answer: Any, schema: Any, choices: Any) -> str | None:
 
         try:
             jsonschema.validators.validator_for(schema).check_schema(schema)
-            errors = validation_errors(schema, answer)  # never fetches a reference
+            # in the `.flow`'s types (`bool`, `int`, `Ticket`), as a wrong `--input` is said;
+            # never fetches a reference
+            problems = mismatches(
+                schema, answer, root="answer", what="the ask's type",
+                names=type_names(schema, _titled(schema)),
+            )  # fmt: skip
         except jsonschema.SchemaError as e:
             return f"`schema` is not valid JSON Schema: {e.message}"
         except ValueError as e:
             return f"`schema`: {e}"
-        return _json_message(errors[0]) if errors else None
+        return problems[0].line() if problems else None
     return None
 
 
-def _json_message(error: Any) -> str:
-    """jsonschema's message of ``error`` with the value it quotes as JSON, not as Python's
-    ``repr`` (``true is not of type "integer"``, not ``True is not of type 'integer'``)."""
-    message = str(error.message)
-    try:
-        shown = json.dumps(error.instance, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError):
-        return message
-    if len(shown) > 200:
-        shown = shown[:199] + "…"
-    if error.validator == "type":
-        wanted = error.validator_value
-        kinds = wanted if isinstance(wanted, list) else [wanted]
-        return f"{shown} is not of type {' or '.join(json.dumps(k) for k in kinds)}"
-    head = repr(error.instance)
-    return shown + message[len(head) :] if message.startswith(head) else message
+def _titled(schema: dict[str, Any]) -> str | None:
+    """The name a compiled ask's schema gives its type (``title``: ``Plan``), or None."""
+    title = schema.get("title")
+    return title if isinstance(title, str) and title.isidentifier() else None
 
 
 def checked_answer(question: Any, value: Any) -> Any:

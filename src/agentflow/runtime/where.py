@@ -507,7 +507,9 @@ class Place:
         if isinstance(self.step.meta.get("kind"), str):  # the construct it is the work of
             return str(self.step.meta["kind"])
         if tool == "value" and not self.step.meta.get("name"):
-            return "return"  # a stage's or a body's value, as the `.flow` writes it
+            # a stage's or a body's value, as the `.flow` writes it: its `return`, or nothing
+            # of its own for a last expression (`map xs as it { f(it) }`: `s › item 1`)
+            return "" if self.step.meta.get("implicit") else "return"
         return tool_label(tool)
 
 
@@ -580,9 +582,13 @@ def in_source_terms(
         plan_names = step_names_in_stage(plan, plan_names, stage)
     names, outer = scope_names(chain, plan_names)
 
+    # an agent's or an ask's select reads its value in the result (`result.output`); any
+    # other step's (a tool's, a map's) reads the result itself (`parse_int(result)`)
+    read = _RESULT if place is not None and place.tool in ("agent", "ask") else _BARE_RESULT
+
     def shown(expr: str) -> str:
         if own:
-            expr = _RESULT.sub(str(own), expr)
+            expr = read.sub(str(own), expr)
         return rename(expr, names, outer=outer)
 
     called = _IN_FUNCTION.match(message)
@@ -598,3 +604,5 @@ _IN_FUNCTION = re.compile(r"in function `[^`]*`, called as `([^`]*)`: ")
 
 #: a `select`'s read of the value its step gives (an ask's answer, an agent's output)
 _RESULT = re.compile(r"(?<![\w.])result\.(?:answer|output)(?![\w(])")
+#: … and of the result of any other step (a tool's, a `map`'s)
+_BARE_RESULT = re.compile(r"(?<![\w.])result(?![\w(])")

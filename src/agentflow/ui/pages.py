@@ -20,6 +20,7 @@ from typing import Any
 
 from agentflow.core import version as core_version
 from agentflow.core.text import html_number, html_text, source_lines
+from agentflow.core.vocabulary import seconds_text
 from agentflow.ir.graph import NodeOutcome, build_graph, node_for_path
 from agentflow.ir.loader import load_plan_text
 from agentflow.runtime.report import graph_section, json_text, report_css, source_caret
@@ -101,13 +102,16 @@ def _when(epoch: float | None) -> str:
 
 
 def _duration(info: Any, now: float | None = None) -> str:
-    """How long a run has taken: start to last change once ended, start to now while on."""
+    """How long a run has taken, as ``flowc run`` says it (:func:`seconds_text`, in the run
+    list and on the run's page alike): the time its process measured once ended (a run that
+    recorded none: start to last change), start to now while on."""
+    if getattr(info, "duration_ms", None) is not None and info.status not in CANCELLABLE:
+        return seconds_text(info.duration_ms / 1000)
     if not info.created_at:
         return "—"
     ongoing = info.status in CANCELLABLE
     end = (now or time.time()) if ongoing else (info.updated_at or info.created_at)
-    secs = max(0.0, end - info.created_at)
-    return f"{secs:.2f} s" if secs < 60 else f"{int(secs // 60)} min {secs % 60:.0f} s"
+    return seconds_text(max(0.0, end - info.created_at))
 
 
 def money(cost: Mapping[str, Any]) -> str:
@@ -320,13 +324,19 @@ def durable_outcomes(plan: Any, info: Any) -> dict[str, Any]:
             continue
         start, end = s.get("started_at"), s.get("finished_at")
         took = (end - start) * 1000 if start and end else 0.0
-        if s.get("status") == "error":
+        stopped = s.get("status") == "interrupted" and isinstance(s.get("error"), dict)
+        if s.get("status") == "error" or stopped:
+            # a failed operation, or a step the run's end stopped (an `ask` waiting when the
+            # run was cancelled: `✗ … aborted`, as `flowc run` says it)
             status = "error"
         elif end is None and on and s.get("status") != "unanswered":
             status = "running"
         else:
             status = "ok"
         mark(s["path"], status, elapsed=took, inference=str(s.get("kind", "")).startswith("model"))
+        nid = node(s["path"]) if stopped else None
+        if nid is not None and out[nid].error is None:
+            out[nid].error = dict(s["error"])
     for q in info.questions:
         mark(q.path, "waiting")
     error = info.error or {}
@@ -376,7 +386,7 @@ def _steps_table(info: Any) -> str:
         if s.get("internal"):
             continue
         start, end = s.get("started_at"), s.get("finished_at")
-        took = f"{end - start:.2f} s" if start and end else "—"
+        took = seconds_text(end - start) if start and end else "—"
         status = "reused" if s.get("reused") else str(s.get("status", ""))
         what = _e(s.get("label") or s.get("path") or "(run)")
         err = s.get("error")

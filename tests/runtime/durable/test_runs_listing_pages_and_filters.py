@@ -107,10 +107,10 @@ def test_runs_pages_filters_in_the_query_and_counts_what_it_leaves_out(here):
 
 def test_answering_by_name_a_question_answered_while_stopped_says_it_was_answered(here):
     for wrong, says in (
-        ("true", 'true is not of type "integer"'),
-        ("null", 'null is not of type "integer"'),
-        ('{"a": 1}', '{"a": 1} is not of type "integer"'),
-    ):  # the value as JSON, never Python's repr (True, None, {'a': 1})
+        ("true", "`answer` is true, but the ask's type wants `int` here"),
+        ("null", "`answer` is null, but the ask's type wants `int` here"),
+        ('{"a": 1}', '`answer` is {"a": 1}, but the ask\'s type wants `int` here'),
+    ):  # the value as JSON, never Python's repr (True, None, {'a': 1}); the .flow's `int`
         refused = _cli("answer", "old", "n", wrong)
         assert refused.exit_code == 1 and f"answer to `How many?`: {says}" in refused.stderr
     first = _cli("answer", "old", "n", "5")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-from typing import Any
+from typing import Any, TypeGuard
 
 from agentflow.core.vocabulary import Code
 from agentflow.errors import Cancelled, InputError, RunError
@@ -242,16 +242,30 @@ def _info(w: Any, alive: bool) -> RunInfo:
         output = {
             "error": {"code": Code.ABORTED, "message": Cancelled().message, "step_path": None}
         }
+    created = (w.created_at or 0) / 1000.0
+    # a SQLite row's times are whole seconds (the engine's column default): the start the run's
+    # process recorded (`started`) is the same moment to the millisecond
+    started = spec.get("started") if isinstance(spec, dict) else None
+    if _is_number(started) and abs(started - created) < 1.0:
+        created = float(started)
+    took = output.get("duration_ms") if output else None
     return RunInfo(
         run_id=w.workflow_id,
         status=_status(w, alive),
         plan=plan_name,
-        created_at=(w.created_at or 0) / 1000.0,
+        created_at=created,
         updated_at=(w.updated_at or 0) / 1000.0,
         error=output.get("error") if output else (error_text(w.error) if w.error else None),
         output=output.get("output") if output else None,
         question=asked_question(spec),
+        duration_ms=int(took) if _is_number(took) and took >= 0 else None,
     )
+
+
+def _is_number(value: Any) -> TypeGuard[int | float]:
+    """True for a finite int or float (not a bool)."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    return ok and math.isfinite(value)
 
 
 @on_engine(temporal_manage)
@@ -364,7 +378,11 @@ async def _show_run(
                 entry["value"] = json_of(value)
             info.steps.append(entry)
         if any(s["function_name"] == "DBOS.setEvent" for s in steps):
-            info.steps.extend(await _unanswered(w.workflow_id, unit, labels))
+            # a unit that ended while it waited on a question: the question was stopped
+            ended = None if w.status in ("PENDING", "ENQUEUED") else _seconds(w.updated_at)
+            info.steps.extend(
+                await _unanswered(w.workflow_id, unit, labels, ended or None, info.error)
+            )
     if info.status == "aborted" and info.question is not None:  # a question's stopped calls
         info.steps.extend(interrupted_steps(root.output, "(run)"))
     # in the order they started, across units (map items, branches); stable: record order
@@ -423,10 +441,14 @@ def _spec_of(w: Any) -> dict[str, Any]:
     return args[0] if args and isinstance(args[0], dict) else {}
 
 
-async def _unanswered(workflow_id: str, unit: str, labels: Any) -> list[dict[str, Any]]:
+async def _unanswered(
+    workflow_id: str, unit: str, labels: Any, ended: float | None = None, error: Any = None
+) -> list[dict[str, Any]]:
     """The questions unit ``workflow_id`` asked that went unanswered (its ``ask`` went on as
-    after a timeout): they record no operation of the run's own, only their events."""
-    return unanswered_steps(await published(workflow_id), unit, labels)
+    after a timeout), or that it still waited on when it ended (``ended``: stopped, with the
+    run's ``error``; shown.unanswered_steps): they record no operation of the run's own, only
+    their events."""
+    return unanswered_steps(await published(workflow_id), unit, labels, ended, error)
 
 
 async def _holders(url: str, run_id: str, family: list[Any]) -> list[dict[str, Any]]:

@@ -278,6 +278,9 @@ class RunInfo:
     #: questions closed (``flowc answer``) that the run has not taken yet: its process stopped
     #: (``stopped``) or has not woken up; ``flowc resume`` takes the answer without asking
     answered: list[Question] = field(default_factory=list)
+    #: how long the run took as its process measured it (its outcome's ``duration_ms``, what
+    #: ``flowc run`` says: ``run ok in 1.51s``) once it has ended; None before, or unrecorded
+    duration_ms: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""

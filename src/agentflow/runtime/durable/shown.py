@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agentflow.core.vocabulary import Code
 from agentflow.errors import InputError
 from agentflow.ir.models import Step
 from agentflow.runtime.where import Place, is_outlined, tool_label
@@ -33,6 +34,7 @@ __all__ = [
     "page",
     "parse_operation",
     "sleep_entry",
+    "stopped_ask_error",
     "unanswered_steps",
 ]
 
@@ -158,31 +160,62 @@ def _ask_label(path: str) -> str | None:
     return f"ask › round {m.group('round')} › {tool_label(m.group('tool'))}"
 
 
-def unanswered_steps(published: Any, unit: str, labels: Labels) -> list[dict[str, Any]]:
+#: what a question the run ended under says (``flowc cancel``, its deadline, a failure
+#: elsewhere): the step was stopped, as ``flowc run`` says it (``✗ … aborted``)
+_STOPPED_ASK = "the run ended before the question was answered"
+
+
+def unanswered_steps(
+    published: Any,
+    unit: str,
+    labels: Labels,
+    ended: float | None = None,
+    error: Any = None,
+) -> list[dict[str, Any]]:
     """The questions unit ``unit`` asked that went unanswered, as steps of ``runs show``
     (status ``unanswered``), from what it published (DBOS events, Temporal memo:
     ``question:PATH`` → the question, ``answered: false`` once its wait ended with no answer).
-    An answered question shows as its ``ask#`` operation; a pending one under ``waiting``."""
+    An answered question shows as its ``ask#`` operation; a pending one under ``waiting``.
+    ``ended``: when the unit ended (None: it has not) — a question it still waited on then
+    was stopped (``flowc cancel``, a deadline): status ``interrupted`` with the ``aborted``
+    error ``flowc run`` showed (``error``: the run's, when it is ``aborted`` or names the
+    question's step)."""
     out = []
     for key, value in sorted(dict(published or {}).items()):
         if not str(key).startswith("question:") or not isinstance(value, dict):
             continue
-        if value.get("answered") is not False:
+        stopped = ended is not None and "answered" not in value
+        if value.get("answered") is not False and not stopped:
             continue
         path = str(value.get("path") or str(key)[len("question:") :])
-        out.append(
-            {
-                "unit": unit,
-                "operation": f"{path}/ask",
-                "status": "unanswered",
-                "started_at": value.get("asked_at"),
-                "finished_at": None,
-                "path": path,
-                "kind": "ask",
-                "label": labels.label(path),
-            }
-        )
+        asked = value.get("asked_at")
+        entry: dict[str, Any] = {
+            "unit": unit,
+            "operation": f"{path}/ask",
+            "status": "unanswered",
+            "started_at": asked,
+            "finished_at": None,
+            "path": path,
+            "kind": "ask",
+            "label": labels.label(path),
+        }
+        if stopped and ended is not None:
+            entry["status"] = "interrupted"
+            entry["finished_at"] = max(ended, asked) if isinstance(asked, int | float) else ended
+            entry["error"] = stopped_ask_error(error, path)
+        out.append(entry)
     return out
+
+
+def stopped_ask_error(error: Any, path: str) -> dict[str, str]:
+    """The error of the question at step ``path`` its run's end stopped: the run's ``error``
+    when it is ``aborted`` (``flowc cancel``) or names that step (its deadline), else an
+    ``aborted`` that says the run ended first (a failure elsewhere)."""
+    if isinstance(error, dict) and (
+        error.get("code") == Code.ABORTED or error.get("step_path") == path
+    ):
+        return {"code": str(error.get("code")), "message": str(error.get("message"))}
+    return {"code": Code.ABORTED, "message": _STOPPED_ASK}
 
 
 def sleep_entry(entry: dict[str, Any], value: Any, run_status: str, ended: float) -> None:

@@ -42,6 +42,7 @@ from agentflow.runtime.durable.shown import (
     page,
     parse_operation,
     sleep_entry,
+    stopped_ask_error,
     unanswered_steps,
 )
 
@@ -129,7 +130,10 @@ class _Workflows(ts.Listing):
             self.units.append(unit)
             self.family.append((w.id, _started(w)))
             self.ended.append(_ended(w, memo))
-            self.extras.append(unanswered_steps(memo, unit, Labels(None)))
+            # a workflow closed while it waited on a question: the question was stopped
+            closed = getattr(w, "close_time", None)
+            ended = closed.timestamp() if closed is not None else None
+            self.extras.append(unanswered_steps(memo, unit, Labels(None), ended))
 
     async def more(self) -> None:
         """List the child workflows that started in the next window."""
@@ -355,6 +359,9 @@ async def _info(client: Any, w: Any) -> RunInfo:
             out = await _outcome(client.get_workflow_handle(w.id))
             info.error = out.get("error")
             info.output = out.get("output")
+            took = out.get("duration_ms")
+            if isinstance(took, int) and not isinstance(took, bool) and took >= 0:
+                info.duration_ms = took
     return info
 
 
@@ -449,6 +456,8 @@ async def show_run(
     for unit_extras in listing.extras:  # (those listed as the page was read too)
         for extra in unit_extras:
             extra["label"] = labels.label(extra["path"])
+            if extra["status"] == "interrupted":  # stopped by the run's end: its error
+                extra["error"] = stopped_ask_error(info.error, extra["path"])
     units = listing.units
     info.internal = read.internal
     info.steps_partial = read.partial
