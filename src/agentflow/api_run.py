@@ -35,10 +35,15 @@ from agentflow.api_compile import _fspath, load, load_plan_or_library, plan_text
 from agentflow.errors import ConfigError, InputError
 from agentflow.ir.dump import dump_plan
 from agentflow.ir.loader import load_plan_text
-from agentflow.ir.models import Plan, Step
+from agentflow.ir.models import Plan
 from agentflow.runtime import durable as durable_runs  # loaded on first use: a plain run loads none
 from agentflow.runtime import interrupt
-from agentflow.runtime.config import Config, missing_key_message, no_model_message
+from agentflow.runtime.config import (
+    Config,
+    missing_key_message,
+    no_model_message,
+    plan_needs_model,
+)
 from agentflow.runtime.config import load_config as read_config
 from agentflow.runtime.context import RunContext
 from agentflow.runtime.events import CallbackSink, ConsoleSink, Event, JsonlSink, Sink
@@ -147,33 +152,6 @@ def _names_a_file(text: str) -> bool:
         return Path(text).is_file()
     except (OSError, ValueError):
         return False
-
-
-_MODEL_STEPS = {"agent"}
-
-
-def plan_needs_model(plan: Plan) -> bool:
-    """True when running ``plan`` may call a model: an agent step, an ``infer`` gate, a verify
-    judge or a solver finish, at any depth (sub-plans included)."""
-
-    def visit(value: Any) -> bool:
-        if isinstance(value, Step):
-            if value.tool_name in _MODEL_STEPS:
-                return True
-            return visit(value.input)
-        if isinstance(value, dict):
-            if "infer" in value or "judges" in value:
-                return True
-            return any(visit(v) for v in value.values())
-        if isinstance(value, list):
-            return any(visit(v) for v in value)
-        return False
-
-    if plan.finish is not None and plan.finish.mode == "solver":
-        return True
-    if any(visit(s) for s in plan.steps):
-        return True
-    return any(plan_needs_model(p) for p in (plan.plans or {}).values())
 
 
 async def run(

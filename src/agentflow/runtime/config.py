@@ -48,6 +48,7 @@ from agentflow.core.config_file import find_config as find_config
 from agentflow.core.redaction import register_secret, register_url
 from agentflow.core.vocabulary import duration_ms
 from agentflow.errors import ConfigError
+from agentflow.ir.models import Plan, Step
 from agentflow.runtime.config_errors import format_validation, key_location, strip_file
 from agentflow.runtime.provider_options import (
     AZURE_KINDS,
@@ -884,6 +885,44 @@ def missing_key_message(config: Config, roles: tuple[str, ...] = ("chat",)) -> s
                     "or run with --replay CASSETTE to answer model requests from a recording"
                 )
     return None
+
+
+_MODEL_STEPS = {"agent"}
+
+
+def plan_needs_model(plan: Plan) -> bool:
+    """True when running ``plan`` may call a model: an agent step, an ``infer`` gate, a verify
+    judge or a solver finish, at any depth (sub-plans included)."""
+
+    def visit(value: Any) -> bool:
+        if isinstance(value, Step):
+            if value.tool_name in _MODEL_STEPS:
+                return True
+            return visit(value.input)
+        if isinstance(value, dict):
+            if "infer" in value or "judges" in value:
+                return True
+            return any(visit(v) for v in value.values())
+        if isinstance(value, list):
+            return any(visit(v) for v in value)
+        return False
+
+    if plan.finish is not None and plan.finish.mode == "solver":
+        return True
+    if any(visit(s) for s in plan.steps):
+        return True
+    return any(plan_needs_model(p) for p in (plan.plans or {}).values())
+
+
+def model_problem(config: Config, roles: tuple[str, ...] = ("chat",)) -> str | None:
+    """Why the configured models of ``roles`` cannot be called from this environment — none
+    configured (:func:`no_model_message`) or an API key unset or unusable
+    (:func:`missing_key_message`) — else None.  What ``flowc run`` refuses a plan that needs a
+    model with, before its first step; ``flowc resume`` refuses the same before it takes the run
+    up (runtime/durable/spec.py, docs/durable.md "Resume")."""
+    if not config.has_model():
+        return no_model_message(config)
+    return missing_key_message(config, roles)
 
 
 def no_model_message(config: Config | None = None, role: str = "chat") -> str:
