@@ -131,3 +131,39 @@ def test_a_configuration_a_worker_could_not_use_is_shown_as_validation_not_faile
     shown = error_text(ConfigError("flow.toml:8:1: [tools] modules: 'tools.py' not found"))
     assert shown["code"] == "validation"
     assert shown["message"].endswith("'tools.py' not found")
+
+
+def test_a_run_a_worker_could_not_build_resumes_to_its_recorded_end_with_the_note(
+    stopped: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run taken up by a process that built it only inside its root (as a fleet worker
+    does) and could not: it ends `error` with code `validation`; `flowc resume` then says it
+    had ended and names redrive, prints that end (its --json the result) — not the build's
+    exception again as if the resume had failed."""
+    from agentflow.runtime.durable import dbos_engine
+
+    built = dbos_engine.runtime_for
+
+    async def inside_the_root_only(run_id: str, spec=None, *, ahead: bool = False):
+        if ahead:  # what a worker does: no build before the engine takes the run up
+            return None
+        return await built(run_id, spec)
+
+    monkeypatch.setattr(dbos_engine, "runtime_for", inside_the_root_only)
+    (stopped / "tools.py").unlink()
+    first = _cli("resume", "k1")
+    assert first.exit_code == 1
+    assert _status("k1") == "error"
+    monkeypatch.setattr(dbos_engine, "runtime_for", built)
+
+    again = _cli("resume", "k1")
+    assert again.exit_code == 1
+    lines = again.stderr.strip().splitlines()
+    assert lines[0].startswith("note: run k1 had already ended error;")
+    assert "flowc redrive k1" in lines[0]
+    assert lines[1].startswith("error[validation]: ") and "'tools.py' not found" in lines[1]
+    as_json = _cli("resume", "k1", "--json")
+    result = json.loads(as_json.stdout)
+    assert result["status"] == "error" and result["error"]["code"] == "validation"
+    shown = json.loads(_cli("runs", "show", "k1", "--json").stdout)
+    assert shown["error"]["code"] == "validation"

@@ -42,7 +42,7 @@ from agentflow.runtime.durable.records import (
     check_readable,
     reading,
 )
-from agentflow.runtime.durable.run_info import Question
+from agentflow.runtime.durable.run_info import Question, error_text
 from agentflow.runtime.durable.spec import (
     close_context,
     new_run_id,
@@ -326,6 +326,13 @@ async def _resume(
             out = await _stopping_root(
                 run_id, here, await_outcome(handle, watch=(url, run_id)), dbos_engine
             )
+        except Exception as e:
+            if status.status != "ERROR":
+                raise
+            # a run that had ended with an exception outside any step (a worker that could not
+            # build it): that is its recorded end, given as a result (`flowc resume` says it
+            # had ended, --json prints it), not raised as if this resume had failed
+            out = {"status": "error", "error": error_text(e)}
         finally:
             dbos_engine.forget_stops(run_id)
     return result_of(out, result_cls)
