@@ -19,6 +19,7 @@ from agentflow.api_compile import _fspath
 from agentflow.api_run import plan_needs_model
 from agentflow.compiler.api import check_file
 from agentflow.compiler.checker import CheckResult
+from agentflow.core.text import json_error
 from agentflow.errors import ConfigError
 from agentflow.evals.html import build_page
 from agentflow.evals.report import EvalReport, check_baseline, compare
@@ -243,7 +244,7 @@ def read_baseline(baseline: str | os.PathLike[str]) -> dict[str, Any]:
     except json.JSONDecodeError as e:  # where, in words: `line 1, column 6` (as --input says it)
         raise ConfigError(
             f"{baseline}:{e.lineno}:{e.colno}: not a baseline: not valid JSON "
-            f"({e.msg.lower()} at line {e.lineno}, column {e.colno})"
+            f"({json_error(e).lower()} at line {e.lineno}, column {e.colno})"
         ) from None
     except (ValueError, RecursionError) as e:
         raise ConfigError(f"{baseline}: not a baseline: {e}") from None

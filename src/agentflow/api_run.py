@@ -32,6 +32,7 @@ import agentflow.ir.resolve  # noqa: F401
 import agentflow.runtime.agent  # noqa: F401
 import agentflow.runtime.models.budget  # noqa: F401
 from agentflow.api_compile import _fspath, load, load_plan_or_library, plan_text
+from agentflow.core.text import json_error
 from agentflow.errors import ConfigError, InputError
 from agentflow.ir.dump import dump_plan
 from agentflow.ir.loader import load_plan_text
@@ -133,7 +134,7 @@ def parse_input(value: str | None) -> Any:
     try:
         return loads_value(text)
     except json.JSONDecodeError as e:
-        message = f"{where}:{e.lineno}:{e.colno}: input is not valid JSON: {e.msg}"
+        message = f"{where}:{e.lineno}:{e.colno}: input is not valid JSON: {json_error(e)}"
         if where == "--input" and _names_a_file(text):
             # `--input big.json`: the file's name taken as JSON text
             message += f"\nhint: {text} is a file: to read the input from it, write --input @{text}"
