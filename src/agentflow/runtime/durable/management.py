@@ -67,7 +67,9 @@ from agentflow.runtime.durable.run_info import (
 )
 from agentflow.runtime.durable.shown import (
     Labels,
+    ask_waits,
     asked_question,
+    cut_short_questions,
     interrupted_steps,
     page,
     parse_operation,
@@ -321,8 +323,10 @@ async def _show_run(
     listed = await asyncio.gather(
         *(dbos.DBOS.list_workflow_steps_async(w.workflow_id) for w in family)
     )
+    cut_short: list[dict[str, Any]] = []  # the questions waiting when the run ended
     for w, steps in zip(family, listed, strict=True):
         unit = w.workflow_id[len(run_id) :].lstrip("/") or "(run)"
+        first = len(info.steps)  # this unit's steps start here
         engine_steps = len(steps)
         if items is None:
             steps += await query_items(w.workflow_id)
@@ -364,12 +368,21 @@ async def _show_run(
                 entry["value"] = json_of(value)
             info.steps.append(entry)
         if any(s["function_name"] == "DBOS.setEvent" for s in steps):
-            info.steps.extend(await _unanswered(w.workflow_id, unit, labels))
+            asked = await published(w.workflow_id)  # the questions it asked
+            ask_waits(info.steps[first:], asked)
+            info.steps.extend(unanswered_steps(asked, unit, labels))
+            if root.status not in ("PENDING", "ENQUEUED"):  # ended while one waited
+                recorded = {str(s["function_name"]) for s in steps}
+                cut_short.extend(cut_short_questions(asked, unit, labels, recorded, info.error))
     if info.status == "aborted" and info.question is not None:  # a question's stopped calls
         info.steps.extend(interrupted_steps(root.output, "(run)"))
     # in the order they started, across units (map items, branches); stable: record order
     info.steps.sort(key=lambda e: e["started_at"] or float("inf"))
     info.updated_at = await _last_change(info, family)
+    for entry in cut_short:  # they ended with the run
+        entry["finished_at"] = max(info.updated_at, entry["started_at"] or info.updated_at)
+    info.steps.extend(cut_short)
+    info.steps.sort(key=lambda e: e["started_at"] or float("inf"))
     if priced:
         cost["cost"] = round(priced, 10)
     info.cost = cost
@@ -421,12 +434,6 @@ def _spec_of(w: Any) -> dict[str, Any]:
     """The recorded input (``run_durable``'s spec) of a run's root workflow ``w``."""
     args = w.input.get("args") if isinstance(w.input, dict) else None
     return args[0] if args and isinstance(args[0], dict) else {}
-
-
-async def _unanswered(workflow_id: str, unit: str, labels: Any) -> list[dict[str, Any]]:
-    """The questions unit ``workflow_id`` asked that went unanswered (its ``ask`` went on as
-    after a timeout): they record no operation of the run's own, only their events."""
-    return unanswered_steps(await published(workflow_id), unit, labels)
 
 
 async def _holders(url: str, run_id: str, family: list[Any]) -> list[dict[str, Any]]:

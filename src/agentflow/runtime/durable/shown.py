@@ -29,6 +29,8 @@ __all__ = [
     "Labels",
     "Operation",
     "asked_question",
+    "ask_waits",
+    "cut_short_questions",
     "interrupted_steps",
     "page",
     "parse_operation",
@@ -182,6 +184,60 @@ def unanswered_steps(published: Any, unit: str, labels: Labels) -> list[dict[str
                 "label": labels.label(path),
             }
         )
+    return out
+
+
+def ask_waits(entries: list[dict[str, Any]], published: Any) -> None:
+    """Start each answered question of ``entries`` (a unit's steps of ``runs show``) when it
+    was asked (its published ``asked_at``), not when its answer was recorded: its duration is
+    the wait, as the run's own progress line showed it (``✓ s › c = ask … 5.03s``)."""
+    asked: dict[str, float] = {}
+    for value in dict(published or {}).values():
+        if isinstance(value, dict) and isinstance(value.get("operation"), str):
+            at = value.get("asked_at")
+            if isinstance(at, int | float) and not isinstance(at, bool):
+                asked[value["operation"]] = float(at)
+    for entry in entries:
+        at = asked.get(str(entry.get("operation")))
+        start = entry.get("started_at")
+        if at is not None and start is not None and at < start:
+            entry["started_at"] = at
+
+
+def cut_short_questions(
+    published: Any,
+    unit: str,
+    labels: Labels,
+    recorded: set[str],
+    error: dict[str, Any] | None,
+) -> list[dict[str, Any]]:
+    """The questions unit ``unit`` was waiting on when its run ended (``flowc cancel``, a
+    Ctrl-C, a failure elsewhere): asked (published), never answered nor closed unanswered, no
+    operation of theirs ``recorded`` — steps of ``runs show`` with status ``interrupted``, from
+    when they were asked (their end, the run's, is the caller's to set: ``finished_at`` None),
+    with the run's ``error`` (``aborted``), as the run's own
+    progress line showed them (``✗ s › c = ask … aborted: the run was cancelled``)."""
+    out = []
+    for key, value in sorted(dict(published or {}).items()):
+        if not str(key).startswith("question:") or not isinstance(value, dict):
+            continue
+        if "answered" in value or str(value.get("operation")) in recorded:
+            continue
+        path = str(value.get("path") or str(key)[len("question:") :])
+        asked = value.get("asked_at")
+        entry: dict[str, Any] = {
+            "unit": unit,
+            "operation": str(value.get("operation") or f"{path}/ask"),
+            "status": "interrupted",
+            "started_at": asked,
+            "finished_at": None,
+            "path": path,
+            "kind": "ask",
+            "label": labels.label(path),
+        }
+        if error:
+            entry["error"] = error
+        out.append(entry)
     return out
 
 
