@@ -167,3 +167,61 @@ def test_a_run_a_worker_could_not_build_resumes_to_its_recorded_end_with_the_not
     assert result["status"] == "error" and result["error"]["code"] == "validation"
     shown = json.loads(_cli("runs", "show", "k1", "--json").stdout)
     assert shown["error"]["code"] == "validation"
+
+
+NAPS = """\
+import pathlib
+import time
+
+
+def nap(s: float) -> str:
+    pathlib.Path("napping").write_text("1")
+    time.sleep(s)
+    return "napped"
+"""
+
+NAPPING = """\
+flow kt "t"
+extern tool user__nap(s: number) -> text
+use agent "helper" as helper
+type Note { note: text }
+stage s -> Note {
+  let a = user__nap(s: 120.0)
+  return agent(helper) { task "say ${a}" tools none expect Note }
+}
+"""
+
+
+def test_on_temporal_resume_without_the_api_key_is_refused_and_the_run_stays_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, temporal_server
+) -> None:
+    import os
+    import time
+
+    (tmp_path / "kt.flow").write_text(NAPPING)
+    (tmp_path / "tools.py").write_text(NAPS)
+    (tmp_path / "flow.toml").write_text(
+        CONFIG
+        + f'[durable]\nengine = "temporal"\naddress = "{temporal_server.address}"\n'
+        + f'task_queue = "refuse-{tmp_path.name}"\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NO_COLOR", "1")
+    env = {**os.environ, "SCRIPTED_API_KEY": "sk-test"}
+    proc = start_flowc(tmp_path, "run", "--durable", "--run-id", "t1", "kt.flow", env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "napping").exists():
+            assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
+            assert time.monotonic() < deadline, "the tool never started"
+            time.sleep(0.05)
+    finally:
+        proc.kill()
+        proc.communicate()
+    monkeypatch.delenv("SCRIPTED_API_KEY", raising=False)
+    resumed = _cli("resume", "t1")
+    assert resumed.exit_code == 1, resumed.output
+    assert "error: the environment variable SCRIPTED_API_KEY" in resumed.stderr
+    # not taken up: it has not ended (`running` while the server still lists the killed
+    # process's poller, `stopped` after)
+    assert _status("t1") in ("running", "stopped")
