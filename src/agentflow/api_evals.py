@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from agentflow.api_compile import _fspath
-from agentflow.api_run import plan_model_refusal, plan_needs_model
 from agentflow.compiler.api import check_file
 from agentflow.compiler.checker import CheckResult
+from agentflow.core.text import json_error
 from agentflow.errors import ConfigError
 from agentflow.evals.html import build_page
 from agentflow.evals.report import EvalReport, check_baseline, compare
@@ -35,7 +35,13 @@ from agentflow.flowtest import TestReport
 from agentflow.flowtest import run_tests as run_all
 from agentflow.flowtest import run_tests_async as run_all_async
 from agentflow.ir.loader import load_plan_data
-from agentflow.runtime.config import Config, load_config, missing_key_message
+from agentflow.runtime.config import (
+    Config,
+    load_config,
+    missing_key_message,
+    plan_model_refusal,
+    plan_needs_model,
+)
 from agentflow.runtime.interrupt import run as run_loop
 from agentflow.runtime.telemetry_settings import TelemetrySettings, settings_for
 
@@ -246,7 +252,7 @@ def read_baseline(baseline: str | os.PathLike[str]) -> dict[str, Any]:
     except json.JSONDecodeError as e:  # where, in words: `line 1, column 6` (as --input says it)
         raise ConfigError(
             f"{baseline}:{e.lineno}:{e.colno}: not a baseline: not valid JSON "
-            f"({e.msg.lower()} at line {e.lineno}, column {e.colno})"
+            f"({json_error(e).lower()} at line {e.lineno}, column {e.colno})"
         ) from None
     except (ValueError, RecursionError) as e:
         raise ConfigError(f"{baseline}: not a baseline: {e}") from None

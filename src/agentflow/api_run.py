@@ -32,13 +32,20 @@ import agentflow.ir.resolve  # noqa: F401
 import agentflow.runtime.agent  # noqa: F401
 import agentflow.runtime.models.budget  # noqa: F401
 from agentflow.api_compile import _fspath, load, load_plan_or_library, plan_text
+from agentflow.core.text import json_error
 from agentflow.errors import ConfigError, InputError
 from agentflow.ir.dump import dump_plan
 from agentflow.ir.loader import load_plan_text
-from agentflow.ir.models import Plan, Step
+from agentflow.ir.models import Plan
 from agentflow.runtime import durable as durable_runs  # loaded on first use: a plain run loads none
 from agentflow.runtime import interrupt
-from agentflow.runtime.config import Config, missing_key_message, no_model_message
+from agentflow.runtime.config import (
+    Config,
+    missing_key_message,
+    plan_model_refusal,
+    plan_model_users,
+    plan_needs_model,
+)
 from agentflow.runtime.config import load_config as read_config
 from agentflow.runtime.context import RunContext
 from agentflow.runtime.events import CallbackSink, ConsoleSink, Event, JsonlSink, Sink
@@ -129,7 +136,7 @@ def parse_input(value: str | None) -> Any:
     try:
         return loads_value(text)
     except json.JSONDecodeError as e:
-        message = f"{where}:{e.lineno}:{e.colno}: input is not valid JSON: {e.msg}"
+        message = f"{where}:{e.lineno}:{e.colno}: input is not valid JSON: {json_error(e)}"
         if where == "--input" and _names_a_file(text):
             # `--input big.json`: the file's name taken as JSON text
             message += f"\nhint: {text} is a file: to read the input from it, write --input @{text}"
@@ -148,86 +155,6 @@ def _names_a_file(text: str) -> bool:
         return Path(text).is_file()
     except (OSError, ValueError):
         return False
-
-
-_MODEL_STEPS = {"agent"}
-
-
-def plan_needs_model(plan: Plan) -> bool:
-    """True when running ``plan`` may call a model: an agent step, an ``infer`` gate, a verify
-    judge or a solver finish, at any depth (sub-plans included)."""
-
-    def visit(value: Any) -> bool:
-        if isinstance(value, Step):
-            if value.tool_name in _MODEL_STEPS:
-                return True
-            return visit(value.input)
-        if isinstance(value, dict):
-            if "infer" in value or "judges" in value:
-                return True
-            return any(visit(v) for v in value.values())
-        if isinstance(value, list):
-            return any(visit(v) for v in value)
-        return False
-
-    if plan.finish is not None and plan.finish.mode == "solver":
-        return True
-    if any(visit(s) for s in plan.steps):
-        return True
-    return any(plan_needs_model(p) for p in (plan.plans or {}).values())
-
-
-def plan_model_users(plan: Plan) -> tuple[list[str], bool]:
-    """Who in ``plan`` (sub-plans included) calls a model: the names of the agents its agent
-    steps use (``use agent "NAME"``, whose ``[agents.NAME] model`` may name their own), sorted,
-    and whether anything else does (an agent step of a team, an ``infer`` gate, a verify judge,
-    a solver finish: the configured ``chat`` model or ``default``)."""
-    found: set[str] = set()
-    other = plan.finish is not None and plan.finish.mode == "solver"
-
-    def visit(value: Any) -> None:
-        nonlocal other
-        if isinstance(value, Step):
-            if value.tool_name in _MODEL_STEPS:
-                target = value.input.get("agent") if isinstance(value.input, dict) else None
-                name = target.get("name") if isinstance(target, dict) else None
-                alias = isinstance(target, dict) and target.get("kind") == "alias"
-                if alias and isinstance(name, str):
-                    found.add(name)
-                else:
-                    other = True
-            visit(value.input)
-        elif isinstance(value, dict):
-            other = other or "infer" in value or "judges" in value
-            for v in value.values():
-                visit(v)
-        elif isinstance(value, list):
-            for v in value:
-                visit(v)
-
-    for step in plan.steps:
-        visit(step)
-    for sub in (plan.plans or {}).values():
-        names, others = plan_model_users(sub)
-        found.update(names)
-        other = other or others
-    return sorted(found), other
-
-
-def plan_model_refusal(config: Config, plan: Plan, *, judged: bool = False) -> str | None:
-    """Why ``plan`` cannot run on ``config`` for want of a model, or None: ``flowc run`` and
-    ``flowc eval`` both refuse only when neither ``[models] default`` nor ``chat`` is set and
-    an agent the flow uses has no ``[agents.NAME] model`` of its own, or something else calls a
-    model (a team, an ``infer`` gate, a verify judge, a solver finish; ``judged``: an eval's
-    ``judge`` scorer) — every agent naming its own model is enough
-    (docs/reference/configuration.md "Environment variables"). The message is :func:`no_model_message`'s."""
-    if config.has_model():
-        return None
-    agents, other = plan_model_users(plan)
-    bare = [n for n in agents if n not in config.agents or not config.agents[n].model]
-    if not (bare or other or judged):  # every agent named its own: enough
-        return None
-    return no_model_message(config, agents=[] if judged else bare)
 
 
 async def run(

@@ -339,6 +339,11 @@ class McpFlowServer:
                     and status.executor_id != self.executor_id
                     and not runs.run_alive(url, run_id)
                 ):  # left by a process of another executor that died: resume it (alone) here
+                    try:  # what this process cannot give the run (a key, a [tools] module) is
+                        # refused before the run is taken up: it stays `stopped` (execution.py)
+                        await dbos_engine.runtime_for(run_id, ahead=True)
+                    except FlowError as exc:
+                        return _error_result(str(exc))
                     self._hold(run_id)
                     await asyncio.to_thread(dbos_engine.recover_run, run_id)
                 handle = await dbos.DBOS.retrieve_workflow_async(run_id)

@@ -104,3 +104,25 @@ def test_in_flowc_test_an_ask_no_stub_answers_says_the_stub_that_answers_it(tmp_
         "`stub ask ship returns VALUE` in the test, or give the ask a default"
     ) in done.output, done.output
     assert "--answer" not in done.output
+
+
+def test_the_default_hint_names_the_expect_type_as_the_flow_writes_it(tmp_path):
+    """``expect Choice`` with ``type Choice = "ship" | "hold"``: the hint says ``expect Choice``,
+    not the values the alias stands for; an inline union is said as written."""
+    (tmp_path / "named.flow").write_text(
+        'type Choice = "ship" | "hold"\n'
+        "stage s -> Choice[] {\n"
+        '  let c = ask "Ship?" expect Choice\n'
+        '  let many = ask "More?" expect Choice[] default []\n'
+        "  return many + [c]\n"
+        "}\n"
+    )
+    failed = run_sync(str(tmp_path / "named.flow"))
+    assert failed.error is not None
+    assert failed.error.message.endswith('(`ask "…" expect Choice default VALUE`)')
+    (tmp_path / "inline.flow").write_text(
+        'stage s -> text {\n  let c = ask "Ship?" expect "ship" | "hold"\n  return c\n}\n'
+    )
+    inline = run_sync(str(tmp_path / "inline.flow"))
+    assert inline.error is not None
+    assert inline.error.message.endswith('(`ask "…" expect "ship" | "hold" default VALUE`)')

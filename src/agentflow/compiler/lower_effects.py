@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentflow.compiler import types as T
+from agentflow.compiler.check_types import written_type
 from agentflow.compiler.contracts import agent_contract, contract_for, object_type_name
 from agentflow.compiler.lower_expressions import (
     Ctx,
@@ -422,6 +423,8 @@ class EffectLowering(LoweringShared):
         else:
             inp["when_unanswered"] = {"fail": UNANSWERED_FAIL}
         step = self.add_step(ctx, "ask", inp, e.span, select="{{ result.answer }}")
+        if e.expect is not None:  # the type as the `.flow` writes it (`Choice`, not its values)
+            step["meta"]["expect"] = written_type(e.expect)
         return Frag([StepRef(step)])
 
     def visit_VerifyExpr(self, e: ast.VerifyExpr, ctx: Ctx) -> Frag:

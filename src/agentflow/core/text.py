@@ -23,6 +23,7 @@ __all__ = [
     "finite_only",
     "has_surrogates",
     "join_pairs",
+    "json_error",
     "money",
     "source_lines",
     "visible",
@@ -247,3 +248,16 @@ def html_number(value: Any) -> str:
         return str(value)
     text = str(value)
     return html_text(text if len(text) <= 12 else text[:12] + "…", limit=None)
+
+
+#: The end of a :class:`json.JSONDecodeError`'s ``msg`` that Python's own ``str()`` completes
+#: with the place (``Invalid control character at``, ``Unterminated string starting at``).
+_DANGLING_AT = re.compile(r"\s+(?:starting\s+)?at$")
+
+
+def json_error(error: Any) -> str:
+    """The message of :class:`json.JSONDecodeError` ``error`` (its ``msg``) as a phrase of its
+    own, which a caller puts its place after (``… at line 1 column 12``, ``(line 1 column
+    12)``) or none: without the ``at`` / ``starting at`` Python ends some with before it adds
+    the place itself (``Invalid control character at``), never ``… at at line 1``."""
+    return _DANGLING_AT.sub("", str(error.msg))

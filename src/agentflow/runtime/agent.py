@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentflow.core.text import clean_json
+from agentflow.core.text import clean_json, json_error
 from agentflow.core.vocabulary import Code
 from agentflow.errors import ConfigError, ModelError, RunAborted, RunError, model_error_code
 from agentflow.ir.schemas import whole_numbers
@@ -254,7 +254,7 @@ def parse_arguments(raw: str | dict[str, Any] | None) -> dict[str, Any]:
         value = loads_bounded(raw)
     except json.JSONDecodeError as exc:
         raise ValueError(
-            f"arguments are not valid JSON: {exc.msg} (line {exc.lineno} column {exc.colno}); "
+            f"arguments are not valid JSON: {json_error(exc)} (line {exc.lineno} column {exc.colno}); "
             f"received: {excerpt}"
         ) from None
     except ValueError as exc:

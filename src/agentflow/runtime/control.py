@@ -693,7 +693,13 @@ async def _ask(call: ControlCall) -> Any:
         ex.emit("ask", path, stack, question=question, answered=False)
         message = to_text(unanswered["fail"])
         if message == UNANSWERED_FAIL:  # no `else fail` of its own: what to do about it
-            message = unanswered_message(request, durable=ex.effects.durable)
+            meta = call.step.meta if isinstance(call.step.meta, dict) else {}
+            written = meta.get("expect")
+            message = unanswered_message(
+                request,
+                durable=ex.effects.durable,
+                expect=written if isinstance(written, str) else None,
+            )
         raise RunError(Code.FAILED, message, path)
     ex.emit("ask", path, stack, question=question, answer=None, answered=False)
     return {"answer": None, "answered": False}

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from agentflow.core.redaction import SECRETS, redact, redact_data
-from agentflow.core.text import escape_surrogates, finite_dumps, money, visible
+from agentflow.core.text import escape_surrogates, finite_dumps, json_error, money, visible
 from agentflow.core.vocabulary import Code, seconds_text, started_items
 from agentflow.errors import InputError
 from agentflow.runtime.extract import loads_bounded
@@ -250,7 +250,7 @@ def read_trace(path: str | Path) -> list[dict[str, Any]]:
             event = loads_bounded(line, MAX_TRACE_DEPTH)
         except json.JSONDecodeError as e:
             raise InputError(
-                f"{path}:{number}: not a trace event (invalid JSON: {e.msg})"
+                f"{path}:{number}: not a trace event (invalid JSON: {json_error(e)})"
             ) from None
         except ValueError as e:  # deeper than a run writes (a tool's result is held to 100)
             raise InputError(f"{path}:{number}: not a trace event ({e})") from None

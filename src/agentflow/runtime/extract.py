@@ -22,7 +22,7 @@ from typing import Any
 
 import fastjsonschema
 
-from agentflow.core.text import clean_json
+from agentflow.core.text import clean_json, json_error
 from agentflow.core.vocabulary import MAX_INT, MIN_INT, Code
 from agentflow.errors import RunError
 from agentflow.ir.mismatch import too_long_durations
@@ -278,7 +278,7 @@ def _decode_at(text: str, index: int) -> tuple[Any, int]:
         value, end = _DECODER.raw_decode(text, index)
     except json.JSONDecodeError as exc:
         raise ExtractionError(
-            f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+            f"invalid JSON: {json_error(exc)} at line {exc.lineno} column {exc.colno}"
         ) from None
     except ValueError as exc:
         raise ExtractionError(f"invalid JSON: {exc}") from None

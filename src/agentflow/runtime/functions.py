@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 import regex
 
 from agentflow.core.functions import FUNCTIONS, KIND_WORDS, PARAM_KINDS
+from agentflow.core.text import json_error
 from agentflow.core.vocabulary import (
     MAX_DURATION_MS,
     MAX_DURATION_TEXT,
@@ -643,7 +644,9 @@ def _parse_json(s: str) -> Any:
     try:
         return loads_value(s, MAX_EXPR_DEPTH)
     except (ValueError, RecursionError) as exc:
-        detail = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc) or "not JSON"
+        detail = (
+            json_error(exc) if isinstance(exc, json.JSONDecodeError) else str(exc) or "not JSON"
+        )
         raise RunError(Code.PARSE_ERROR, f"{_short(s)} is not JSON ({detail})") from None
 
 

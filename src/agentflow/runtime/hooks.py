@@ -551,13 +551,15 @@ QUESTION_SHOWN = 60
 _DEFAULTS = {"boolean": "false", "integer": "0", "number": "0", "string": '""'}
 
 
-def unanswered_message(request: AskRequest, *, durable: bool) -> str:
+def unanswered_message(request: AskRequest, *, durable: bool, expect: str | None = None) -> str:
     """The failure of ``ask`` ``request`` that nobody answered and that has neither ``default``
     nor ``else fail`` (lowered with ``when_unanswered: {fail: "question not answered"}``): the
     question (its first line, shortened) and the ways to answer it — ``--answer NAME=VALUE``
     (``answers=`` from Python), a ``--durable`` run answered with ``flowc answer``, or a
     ``default`` on the ask; a durable run's (its wait ended: its timeout) ``flowc answer``
-    sooner or a ``default`` (docs/reference/control.md "Unanswered")."""
+    sooner or a ``default`` (docs/reference/control.md "Unanswered").  ``expect``: the ask's
+    ``expect`` type as the `.flow` writes it (its step's ``meta.expect``: ``Choice``), else
+    the type its schema spells out."""
     first = " ".join(request.question.strip().splitlines()[:1]).strip() if request.question else ""
     shown = first if len(first) <= QUESTION_SHOWN else first[: QUESTION_SHOWN - 1].rstrip()
     if shown != request.question.strip():
@@ -565,7 +567,8 @@ def unanswered_message(request: AskRequest, *, durable: bool) -> str:
     name = _answer_key(request)
     schema = request.schema if isinstance(request.schema, dict) else {}
     if request.label:  # a `.flow`'s ask: its `default` clause
-        expect = f" expect {flow_type_of_schema(schema)}" if schema else ""
+        written = expect or (flow_type_of_schema(schema) if schema else "")
+        expect = f" expect {written}" if written else ""
         example = _DEFAULTS.get(str(schema.get("type")), "VALUE")
         default = f'give the ask a default (`ask "…"{expect} default {example}`)'
     else:  # a plan's ask step

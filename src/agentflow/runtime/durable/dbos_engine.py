@@ -696,9 +696,13 @@ def register_runtime(
     return rt
 
 
-async def runtime_for(run_id: str, spec: dict[str, Any] | None = None) -> Runtime:
+async def runtime_for(
+    run_id: str, spec: dict[str, Any] | None = None, *, ahead: bool = False
+) -> Runtime:
     """The runtime of ``run_id`` in this process, built from the run's recorded input (its
-    plan text, input and configuration path) the first time a unit of it runs here."""
+    plan text, input and configuration path) the first time a unit of it runs here; ``ahead``:
+    built by ``flowc resume`` before it recovers the run (execution.py), so a ConfigError
+    leaves the run as it was.  Raises ConfigError (a key unset, a [tools] module broken…)."""
     rt = _RUNTIMES.get(run_id)
     if rt is not None:
         return rt
@@ -707,7 +711,7 @@ async def runtime_for(run_id: str, spec: dict[str, Any] | None = None) -> Runtim
     # replies that arrive meanwhile wait to be read and recorded
     building = _BUILDING.get(run_id)
     if building is None:
-        building = _BUILDING[run_id] = asyncio.ensure_future(_build(run_id, spec))
+        building = _BUILDING[run_id] = asyncio.ensure_future(_build(run_id, spec, ahead))
     try:
         return await asyncio.shield(building)
     finally:
@@ -715,10 +719,10 @@ async def runtime_for(run_id: str, spec: dict[str, Any] | None = None) -> Runtim
             _BUILDING.pop(run_id, None)
 
 
-async def _build(run_id: str, spec: dict[str, Any] | None) -> Runtime:
+async def _build(run_id: str, spec: dict[str, Any] | None, ahead: bool) -> Runtime:
     if spec is None:
         spec = await recorded_input(run_id)
-    rt = await build_runtime(run_id, spec, extra_sinks=list(_PROCESS_SINKS))
+    rt = await build_runtime(run_id, spec, extra_sinks=list(_PROCESS_SINKS), ahead=ahead)
     _RUNTIMES.setdefault(run_id, rt)
     return _RUNTIMES[run_id]
 
@@ -970,18 +974,20 @@ async def build_runtime(
     extra_sinks: list[Any] | None = None,
     reuse: dict[str, tuple[str, Any]] | None = None,
     plan: Plan | None = None,
+    ahead: bool = False,
 ) -> Runtime:
     """The runtime of run ``run_id`` from its recorded input ``spec``: the plan from its text,
     the configuration from its ``flow.toml`` path, the catalog and model router built from it
     (``context``: the caller's own, for a run started in this process; ``plan``: the plan
-    the caller already loaded from that very text, not loaded again)."""
+    the caller already loaded from that very text, not loaded again; ``ahead``: built before
+    the engine recovers the run, :func:`runtime_for`)."""
 
     if plan is None:
         plan = load_plan_text(spec["plan_text"], spec.get("plan_file") or "<durable>")
     owned = context is None
     if context is None:
         context = context_from_spec(spec, plan, extra_sinks)
-    await _continue_trace(run_id, spec, plan, context.sinks, resumed=owned)
+    await _continue_trace(run_id, spec, plan, context.sinks, resumed=owned, ahead=ahead)
     config = context.config or load_config(spec.get("config"))
     effects = new_effects(
         run_id,
@@ -999,12 +1005,12 @@ async def build_runtime(
 
 
 async def _continue_trace(
-    run_id: str, spec: dict[str, Any], plan: Plan, sinks: Any, *, resumed: bool
+    run_id: str, spec: dict[str, Any], plan: Plan, sinks: Any, *, resumed: bool, ahead: bool
 ) -> None:
     """Put the OpenTelemetry sinks among ``sinks`` on the run's recorded trace (one trace and
     one run span across every process of the run; docs/durable.md "Telemetry"); ``resumed``:
     this process did not start the run (its attempt number is the engine's count of
-    recoveries)."""
+    recoveries, counted before this one when it is built ``ahead`` of it)."""
     targets = [s for s in sinks if hasattr(s, "durable_run")]
     if not targets:
         return
@@ -1012,7 +1018,8 @@ async def _continue_trace(
     if resumed:
         with contextlib.suppress(Exception):  # an attribute; never worth failing the run
             found = await query_workflows(workflow_ids=[run_id])
-            attempt = max(0, int(found[0].recovery_attempts or 1) - 1) if found else 0
+            done = int(found[0].recovery_attempts or 1) if found else 1
+            attempt = done if ahead else max(0, done - 1)
     for sink in targets:
         sink.durable_run(
             trace_of(run_id, spec),

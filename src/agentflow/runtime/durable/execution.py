@@ -42,8 +42,9 @@ from agentflow.runtime.durable.records import (
     check_readable,
     reading,
 )
-from agentflow.runtime.durable.run_info import Question
+from agentflow.runtime.durable.run_info import Question, error_text
 from agentflow.runtime.durable.spec import (
+    close_context,
     new_run_id,
     plan_limits,
     process_telemetry,
@@ -296,9 +297,16 @@ async def _resume(
             (status,) = await dbos.DBOS.list_workflows_async(workflow_ids=[run_id])
         here = False
         if status.status in ("PENDING", "ENQUEUED"):
+            # the run's runtime is built before anything is taken up: what this process's
+            # environment or configuration cannot give it (an unset API key, a [tools] module
+            # missing or broken, a flow.toml that no longer loads) is refused here and the run
+            # stays `stopped` — built inside its root, it would end the run for good
+            await dbos_engine.runtime_for(run_id, ahead=True)
             dbos_engine.forward_stops(run_id)  # before its root may start
             recovered = await asyncio.to_thread(dbos_engine.recover_run, run_id)
             here = run_id in recovered
+            if not recovered:  # nothing of it runs here (a fleet worker holds it): not kept
+                await _drop_runtime(dbos_engine, run_id)
             if not here and (why := dbos_engine.never_taken_up(status)) is not None:
                 dbos_engine.forget_stops(run_id)  # no root here to stop: it would wait for ever
                 raise InputError(f"run {run_id} cannot be resumed: {why}")
@@ -318,9 +326,24 @@ async def _resume(
             out = await _stopping_root(
                 run_id, here, await_outcome(handle, watch=(url, run_id)), dbos_engine
             )
+        except Exception as e:
+            if status.status != "ERROR":
+                raise
+            # a run that had ended with an exception outside any step (a worker that could not
+            # build it): that is its recorded end, given as a result (`flowc resume` says it
+            # had ended, --json prints it), not raised as if this resume had failed
+            out = {"status": "error", "error": error_text(e)}
         finally:
             dbos_engine.forget_stops(run_id)
     return result_of(out, result_cls)
+
+
+async def _drop_runtime(dbos_engine: Any, run_id: str) -> None:
+    """Forget the runtime :func:`_resume` built for run ``run_id`` before it took it up, and
+    close what it opened, when nothing of the run runs in this process."""
+    rt = dbos_engine._RUNTIMES.pop(run_id, None)
+    if rt is not None and rt.owned:
+        await close_context(rt.ctx)
 
 
 #: Internal, for the tests only (tests/runtime/durable/test_cancel_and_sigterm_close_the_run.py

@@ -67,6 +67,7 @@ from agentflow.runtime.durable.run_info import (
 )
 from agentflow.runtime.durable.shown import (
     Labels,
+    ask_waits,
     asked_question,
     interrupted_steps,
     page,
@@ -337,6 +338,7 @@ async def _show_run(
     )
     for w, steps in zip(family, listed, strict=True):
         unit = w.workflow_id[len(run_id) :].lstrip("/") or "(run)"
+        first = len(info.steps)  # this unit's steps start here
         engine_steps = len(steps)
         if items is None:
             steps += await query_items(w.workflow_id)
@@ -378,11 +380,11 @@ async def _show_run(
                 entry["value"] = json_of(value)
             info.steps.append(entry)
         if any(s["function_name"] == "DBOS.setEvent" for s in steps):
+            asked = await published(w.workflow_id)  # the questions it asked
+            ask_waits(info.steps[first:], asked)
             # a unit that ended while it waited on a question: the question was stopped
             ended = None if w.status in ("PENDING", "ENQUEUED") else _seconds(w.updated_at)
-            info.steps.extend(
-                await _unanswered(w.workflow_id, unit, labels, ended or None, info.error)
-            )
+            info.steps.extend(unanswered_steps(asked, unit, labels, ended or None, info.error))
     if info.status == "aborted" and info.question is not None:  # a question's stopped calls
         info.steps.extend(interrupted_steps(root.output, "(run)"))
     # in the order they started, across units (map items, branches); stable: record order
@@ -439,16 +441,6 @@ def _spec_of(w: Any) -> dict[str, Any]:
     """The recorded input (``run_durable``'s spec) of a run's root workflow ``w``."""
     args = w.input.get("args") if isinstance(w.input, dict) else None
     return args[0] if args and isinstance(args[0], dict) else {}
-
-
-async def _unanswered(
-    workflow_id: str, unit: str, labels: Any, ended: float | None = None, error: Any = None
-) -> list[dict[str, Any]]:
-    """The questions unit ``workflow_id`` asked that went unanswered (its ``ask`` went on as
-    after a timeout), or that it still waited on when it ended (``ended``: stopped, with the
-    run's ``error``; shown.unanswered_steps): they record no operation of the run's own, only
-    their events."""
-    return unanswered_steps(await published(workflow_id), unit, labels, ended, error)
 
 
 async def _holders(url: str, run_id: str, family: list[Any]) -> list[dict[str, Any]]:

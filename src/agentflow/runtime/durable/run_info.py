@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentflow.core.diagnostics import did_you_mean
 from agentflow.core.vocabulary import Code
-from agentflow.errors import InputError, RunError, run_error_of
+from agentflow.errors import ConfigError, InputError, RunError, run_error_of
 from agentflow.runtime.durable.answers import question_key
 from agentflow.runtime.durable.records import lost_start_message, start_lost_secret
 from agentflow.runtime.hooks import indexed_name
@@ -345,13 +345,19 @@ def error_text(error: Any, op: Any = None) -> dict[str, Any]:
     classified as the run classified it when the attempt failed — the code its retry policy
     decided by (:func:`agentflow.errors.run_error_of`: a plain exception is ``tool_error``, a
     ``ConnectionError`` ``transient`` …), at the operation's step path; else (no operation: a
-    workflow that raised outside any step, the engine's own) ``failed``."""
+    workflow that raised outside any step, the engine's own) ``failed`` — ``validation`` for a
+    configuration the process could not use (:class:`ConfigError`)."""
     if isinstance(error, RunError):
         return error.to_dict()
     if isinstance(error, BaseException) and op is not None and op.kind in ("tool", "model"):
         shown = run_error_of(error, str(op.what or op.kind)).to_dict()
         shown["step_path"] = shown.get("step_path") or op.path or None
         return shown
+    if isinstance(error, ConfigError):
+        # a configuration the process that took the run up could not use (a [tools] module
+        # missing, an API key unset, a flow.toml that no longer loads): a run-time check that
+        # failed, never `failed`, which is the flow's own decision to stop (errors.md)
+        return {"code": Code.VALIDATION, "message": str(error), "step_path": None}
     # not a step's failure: the engine's own (a workflow that raised outside any step)
     return {"code": Code.FAILED, "message": str(error), "step_path": None}
 

@@ -30,6 +30,7 @@ __all__ = [
     "Labels",
     "Operation",
     "asked_question",
+    "ask_waits",
     "interrupted_steps",
     "page",
     "parse_operation",
@@ -216,6 +217,23 @@ def stopped_ask_error(error: Any, path: str) -> dict[str, str]:
     ):
         return {"code": str(error.get("code")), "message": str(error.get("message"))}
     return {"code": Code.ABORTED, "message": _STOPPED_ASK}
+
+
+def ask_waits(entries: list[dict[str, Any]], published: Any) -> None:
+    """Start each answered question of ``entries`` (a unit's steps of ``runs show``) when it
+    was asked (its published ``asked_at``), not when its answer was recorded: its duration is
+    the wait, as the run's own progress line showed it (``✓ s › c = ask … 5.03s``)."""
+    asked: dict[str, float] = {}
+    for value in dict(published or {}).values():
+        if isinstance(value, dict) and isinstance(value.get("operation"), str):
+            at = value.get("asked_at")
+            if isinstance(at, int | float) and not isinstance(at, bool):
+                asked[value["operation"]] = float(at)
+    for entry in entries:
+        at = asked.get(str(entry.get("operation")))
+        start = entry.get("started_at")
+        if at is not None and start is not None and at < start:
+            entry["started_at"] = at
 
 
 def sleep_entry(entry: dict[str, Any], value: Any, run_status: str, ended: float) -> None:

@@ -17,7 +17,7 @@ from agentflow.core.redaction import SECRETS
 from agentflow.core.vocabulary import Code
 from agentflow.errors import ConfigError, InputError, RunError
 from agentflow.ir.models import Step
-from agentflow.runtime.config import load_config
+from agentflow.runtime.config import load_config, model_problem, plan_needs_model
 from agentflow.runtime.context import RunContext
 from agentflow.runtime.durable.asking import recorded_plans, run_ask
 from agentflow.runtime.durable.records import (
@@ -58,6 +58,10 @@ def new_run_id() -> str:
     return time.strftime("run-%Y%m%d-%H%M%S-", time.gmtime()) + secrets.token_hex(3)
 
 
+#: The roles a durable question (``flowc ask --durable``) calls, whose keys it needs.
+ASK_ROLES = ("chat", "planner", "solver")
+
+
 def context_from_spec(
     spec: dict[str, Any], plan: Plan, extra_sinks: list[Any] | None
 ) -> RunContext:
@@ -76,6 +80,16 @@ def context_from_spec(
     elif spec.get("replay"):
         router = ReplayRouter(spec["replay"], config)
     else:
+        # what `flowc run` refuses before its first step is refused here, before the run is
+        # taken up (execution.py builds this first): a key unset in this environment would
+        # send the run's model calls without one and end the run for good
+        asking = "ask" in spec
+        if asking or plan_needs_model(plan):
+            needs = plan_needs_model(plan)
+            roles = ASK_ROLES if asking else ("chat",)
+            problem = model_problem(config, roles, plan=plan if needs and not asking else None)
+            if problem is not None:
+                raise ConfigError(problem)
         router = ModelRouter(config) if config.has_model() else None
     return RunContext(
         catalog=catalog,

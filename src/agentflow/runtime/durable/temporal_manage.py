@@ -39,6 +39,7 @@ from agentflow.runtime.durable.run_info import (
 )
 from agentflow.runtime.durable.shown import (
     Labels,
+    ask_waits,
     page,
     parse_operation,
     sleep_entry,
@@ -119,6 +120,8 @@ class _Workflows(ts.Listing):
         self.end = end
         self.width = WINDOW_MS
         self.units: list[str] = []
+        #: each unit's memo (its questions: ``question:PATH``), as ``units``
+        self.memos: list[dict[str, Any]] = []
         self.windows = 0
 
     async def add(self, entries: list[Any]) -> None:
@@ -128,6 +131,7 @@ class _Workflows(ts.Listing):
             memo = await _memo(w)
             unit = w.id[len(self.run_id) :].lstrip("/") or "(run)"
             self.units.append(unit)
+            self.memos.append(memo)
             self.family.append((w.id, _started(w)))
             self.ended.append(_ended(w, memo))
             # a workflow closed while it waited on a question: the question was stopped
@@ -501,6 +505,8 @@ async def show_run(
             sleep_entry(entry, value, info.status, info.updated_at)
         if values and step.parsed is not None and value is not None:
             entry["value"] = json_of(value)
+    for unit, memo in zip(units, listing.memos, strict=True):  # a question's wait, asked on
+        ask_waits([e for e in info.steps if e.get("unit") == unit], memo)
     if priced:
         cost["cost"] = round(priced, 10)
     info.cost = cost

@@ -23,10 +23,17 @@ from typing import TYPE_CHECKING, Any
 
 from agentflow.core.vocabulary import Code
 from agentflow.errors import ErrorInfo, InputError
+from agentflow.ir.loader import load_plan_text
 from agentflow.runtime.durable import temporal_client as tc
 from agentflow.runtime.durable import temporal_engine as te
 from agentflow.runtime.durable.shown import asked_question
-from agentflow.runtime.durable.spec import new_run_id, process_telemetry, run_spec
+from agentflow.runtime.durable.spec import (
+    close_context,
+    context_from_spec,
+    new_run_id,
+    process_telemetry,
+    run_spec,
+)
 from agentflow.runtime.durable.temporal_manage import (
     _describe,
     _family,
@@ -192,6 +199,10 @@ async def resume(
     once a worker polls (this one, or any ``flowc worker``).  Returns its result (at once for
     a run that ended).  Raises InputError for an unknown run."""
 
+    # what this process cannot give the run (an API key unset, a [tools] module missing or
+    # broken) is refused before it becomes a worker that takes the run up: the run stays
+    # `stopped`, as on DBOS (execution.py), instead of failing in its workflow
+    await _buildable(url, run_id)
     with process_telemetry(sinks, telemetry) as process_sinks:
         te.set_process_sinks(process_sinks)
         try:
@@ -203,6 +214,18 @@ async def resume(
                 return _result(await _waited(c.get_workflow_handle(run_id), run_id))
         finally:
             te.set_process_sinks([])
+
+
+async def _buildable(url: str, run_id: str) -> None:
+    """Build the context of run ``run_id`` (still running: not ended) from its recorded input
+    as a worker of this process would, and close it again.  Raises ConfigError for what the
+    environment or configuration cannot give it (spec.context_from_spec)."""
+    described = await _describe(await tc.client_for(url), run_id)
+    if described is None or getattr(described.status, "name", "") != "RUNNING":
+        return  # unknown (said below) or ended: its recorded end is given back
+    spec = await recorded_spec(url, run_id)
+    plan = load_plan_text(spec["plan_text"], spec.get("plan_file") or "<durable>")
+    await close_context(context_from_spec(spec, plan, []))
 
 
 async def work(
