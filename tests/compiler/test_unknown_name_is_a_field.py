@@ -89,3 +89,18 @@ def test_a_misspelt_field_after_input_dot_hints_at_the_field():
 def test_a_name_close_to_no_field_gets_no_field_hint():
     src = "input { title: text }\nstage a -> text {\n  return zzz\n}\n"
     assert _unknown(src).hint is None
+
+
+def test_a_name_visible_only_in_a_loop_is_said_so_before_a_close_field():
+    src = (
+        "input { xs: int[] }\nstage a -> int {\n"
+        "  let ys = map input.xs as x { x + 1 }\n  return x\n}\n"
+    )
+    d = _unknown(src)
+    assert "visible only in" in d.message
+    assert "input.xs" not in (d.hint or "")
+
+
+def test_a_tool_call_clause_on_its_own_line_is_said_so_before_a_close_field():
+    src = "input { timeouts: int }\nstage a -> int {\n  return timeout\n}\n"
+    assert _unknown(src).hint.startswith("a tool call's `timeout` goes right after the call")

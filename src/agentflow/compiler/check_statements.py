@@ -359,9 +359,6 @@ class StatementChecks(CheckerShared):
         if hint is None and e.name not in OPERATOR_HINTS:  # (`matches` is not `match`)
             # `paralel map …`, `retrun x`: a misspelt keyword reads as a name
             hint = did_you_mean(e.name, _EXPRESSION_KEYWORDS)
-        if hint is None:
-            # `titl` for `input.title`: a misspelt field named bare
-            hint = self._field_hint(e.name, close=True)
         if hint:
             # the misspelt name was most likely meant to read that variable: not "unused"
             meant = hint.split("`")[1]
@@ -405,6 +402,8 @@ class StatementChecks(CheckerShared):
                     hint=fix,
                 )
                 return ERROR
+        if not hint:  # `titl` for `input.title`: a misspelt field named bare, when nothing else
+            hint = self._field_hint(e.name, close=True)
         self.report(D.UNKNOWN_NAME, f"unknown name `{e.name}`", e.span, hint=hint)
         return ERROR
 
