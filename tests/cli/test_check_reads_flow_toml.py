@@ -79,6 +79,7 @@ def test_flows_sharing_a_flow_toml_report_it_once_in_json(
             "message": "unknown key 'tools.isolaton'",
             "notes": [],
             "hint": "did you mean `isolation`?",
+            "fix": None,
         }
     ]
 

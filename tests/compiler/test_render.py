@@ -148,6 +148,7 @@ def test_json_fields():
             "message",
             "notes",
             "hint",
+            "fix",
         }
         for d in data
     )

@@ -31,7 +31,7 @@ from agentflow.compiler.types import (
     widen,
 )
 from agentflow.core import diagnostics as D
-from agentflow.core.diagnostics import Note, did_you_mean
+from agentflow.core.diagnostics import Note, did_you_mean, suggested
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import (
     CALL_CLAUSES,
@@ -359,7 +359,7 @@ class StatementChecks(CheckerShared):
         if hint is None and e.name not in OPERATOR_HINTS:  # (`matches` is not `match`)
             # `paralel map …`, `retrun x`: a misspelt keyword reads as a name
             hint = did_you_mean(e.name, _EXPRESSION_KEYWORDS)
-        elif hint:
+        if hint:
             # the misspelt name was most likely meant to read that variable: not "unused"
             meant = hint.split("`")[1]
             for scope in reversed(self.scopes):
@@ -402,13 +402,16 @@ class StatementChecks(CheckerShared):
                     hint=fix,
                 )
                 return ERROR
+        if not hint:  # `titl` for `input.title`: a misspelt field named bare, when nothing else
+            hint = self._field_hint(e.name, close=True)
         self.report(D.UNKNOWN_NAME, f"unknown name `{e.name}`", e.span, hint=hint)
         return ERROR
 
-    def _field_hint(self, name: str) -> str | None:
+    def _field_hint(self, name: str, close: bool = False) -> str | None:
         """ "did you mean `input.xs`?" for an unknown ``name`` that is a field of the flow's
         input, or `r.xs` for a field of a record a visible name holds (the innermost first), or
-        an earlier stage's (outside a function's body); else None."""
+        an earlier stage's (outside a function's body); else None.  With ``close``, a field
+        whose name is close to ``name`` (``titl`` → `input.title`, :func:`suggest`) instead."""
         if getattr(self, "current_fn", None) is not None:
             return None  # a function sees its parameters only (`_function_scope_hint`)
         holders: list[tuple[str, Type, Var | None]] = [("input", self.input_sym.type, None)]
@@ -417,10 +420,16 @@ class StatementChecks(CheckerShared):
         holders.extend((n, sym.type, None) for n, sym in self.stage_syms.items())
         for holder, t, var in holders:
             resolved = self.env.resolve(t)
-            if isinstance(resolved, ObjectType) and name in resolved.fields:
+            if not isinstance(resolved, ObjectType):
+                continue
+            field: str | None = name if name in resolved.fields else None
+            if close:
+                near = suggest(name, resolved.fields)
+                field = suggested(near) if near is not None else None
+            if field is not None:
                 if var is not None:  # most likely meant to read that record: not "unused"
                     var.used = True
-                return f"did you mean `{holder}.{name}`? (`{name}` is a field of `{holder}`)"
+                return f"did you mean `{holder}.{field}`? (`{field}` is a field of `{holder}`)"
         return None
 
     def _function_scope_hint(self, name: str) -> str | None:

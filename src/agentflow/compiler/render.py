@@ -199,9 +199,28 @@ def _note_dict(n: Note) -> dict[str, Any]:
     return data
 
 
+def _fix_dict(d: Diagnostic) -> dict[str, Any] | None:
+    """The diagnostic's one exact edit (``Diagnostic.fix``) as ``{title, text, file, line,
+    column, end_line, end_column}``: the text of that span becomes ``text``; None without."""
+    if d.fix is None:
+        return None
+    sp = d.fix.span
+    return {
+        "title": d.fix.title,
+        "text": d.fix.text,
+        "file": sp.file,
+        "line": sp.line,
+        "column": sp.column,
+        "end_line": sp.end_line,
+        "end_column": sp.end_column,
+    }
+
+
 def diagnostic_dict(d: Diagnostic) -> dict[str, Any]:
     """One diagnostic as plain data: ``{file, line, column, end_line, end_column, severity,
-    code, message, notes: [{message, file, line, column, end_line, end_column}], hint}``."""
+    code, message, notes: [{message, file, line, column, end_line, end_column}], hint, fix}``
+    (``fix``: :func:`_fix_dict`, null when the hint is not one exact edit; docs/reference/cli.md
+    "flowc check")."""
     sp = d.span
     return {
         "file": sp.file,
@@ -214,6 +233,7 @@ def diagnostic_dict(d: Diagnostic) -> dict[str, Any]:
         "message": d.message,
         "notes": [_note_dict(n) for n in d.notes],
         "hint": d.hint,
+        "fix": _fix_dict(d),
     }
 
 
@@ -236,13 +256,45 @@ def _region(span: Span) -> dict[str, Any]:
     return region
 
 
+def _exact_region(span: Span) -> dict[str, Any]:
+    """``span`` as a SARIF region as it is: an empty one (end = start) is an insertion point."""
+    return {
+        "startLine": max(1, span.line),
+        "startColumn": max(1, span.column),
+        "endLine": max(1, span.end_line, span.line),
+        "endColumn": max(1, span.end_column) if span.end_line >= span.line else span.column,
+    }
+
+
+def _sarif_fix(d: Diagnostic) -> dict[str, Any] | None:
+    """The diagnostic's ``fix`` as a SARIF 2.1.0 ``fix`` object (§3.55): one artifact change
+    replacing its region (``deletedRegion``) by its text (``insertedContent``)."""
+    if d.fix is None:
+        return None
+    return {
+        "description": {"text": d.fix.title},
+        "artifactChanges": [
+            {
+                "artifactLocation": {"uri": d.fix.span.file},
+                "replacements": [
+                    {
+                        "deletedRegion": _exact_region(d.fix.span),
+                        "insertedContent": {"text": d.fix.text},
+                    }
+                ],
+            }
+        ],
+    }
+
+
 def render_sarif(diags: Iterable[Diagnostic], *, tool_version: str | None = None) -> str:
     """Render diagnostics as a SARIF 2.1.0 log with one run of the ``flowc`` driver.
 
     Every registered code is a rule (``id`` the code, ``shortDescription`` its summary,
     ``defaultConfiguration.level`` its severity); each result names its ``ruleId``/``ruleIndex``,
     ``level``, ``message``, one physical location (file URI as given, 1-based region) and the
-    notes as ``relatedLocations``; a hint is in ``properties.hint`` and appended to the message.
+    notes as ``relatedLocations``; a hint is in ``properties.hint`` and appended to the message;
+    a diagnostic's ``fix`` (the one exact edit its hint states) is the result's ``fixes`` entry.
     """
     if tool_version is None:
         tool_version = __version__
@@ -275,6 +327,9 @@ def render_sarif(diags: Iterable[Diagnostic], *, tool_version: str | None = None
             related.append(loc)
         if related:
             result["relatedLocations"] = related
+        fix = _sarif_fix(d)
+        if fix is not None:
+            result["fixes"] = [fix]
         if d.hint:
             result["properties"] = {"hint": d.hint}
         results.append(result)

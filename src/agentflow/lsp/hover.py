@@ -292,7 +292,9 @@ def branch_hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
     if obj is not None and b.key in obj.fields:  # as the block's value gives it (widened)
         t = obj.fields[b.key].type
     shown = type_text(a, T.widen(t)) if t is not None else None
-    return locate.fence(labelled(f"(branch) {b.key}", shown)), b.key_span
+    stub = stubs.branch_stub_at(a, offset)  # `stub step r.a`: hovered at the stub's `a`
+    at = stub.branch.span if stub is not None and stub.branch is not None else b.key_span
+    return locate.fence(labelled(f"(branch) {b.key}", shown)), at
 
 
 def parallel_hover(a: Analysis, e: ast.ParallelExpr, t: T.Type) -> str:

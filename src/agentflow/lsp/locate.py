@@ -190,7 +190,12 @@ def target(a: Analysis, offset: int) -> tuple[str, Any, list[ast.Node]] | None:
 
 def branch_under(a: Analysis, offset: int) -> ast.ObjectEntry | None:
     """The branch of a ``parallel { name: expr, … }`` block whose name is under ``offset``
-    (docs/reference/control.md "parallel blocks"), or None."""
+    (docs/reference/control.md "parallel blocks") — or that the ``B`` under ``offset`` of a
+    test's ``stub step NAME.B`` names (the first block's, :func:`stubs.branches`) — or None."""
+    stub = stubs.branch_stub_at(a, offset)
+    if stub is not None:
+        named = stubs.branches(a, stub)
+        return named[0] if named else None
     for node in reversed(node_path(a, offset)):
         if isinstance(node, ast.ParallelExpr):
             for b in node.branches:

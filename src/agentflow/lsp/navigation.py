@@ -197,8 +197,15 @@ def references(a: Analysis, offset: int, include_declaration: bool = True) -> li
         return fn
     branch = locate.branch_under(a, offset)  # `parallel { a: … }`: its reads `r.a`
     if branch is not None:
-        reads = field_uses(a, locate.span_key(branch.key_span))
-        return locate.unique(reads + ([branch.key_span] if include_declaration else []))
+        stub = stubs.branch_stub_at(a, offset)  # `stub step r.a`: every block's branch `a`
+        named = stubs.branches(a, stub) if stub is not None else [branch]
+        found: list[Span] = []
+        for b in named:
+            found.extend(field_uses(a, locate.span_key(b.key_span)))
+            found.extend(stubs.branch_names_of(a, b))  # `stub step r.a …`
+            if include_declaration:
+                found.append(b.key_span)
+        return locate.unique(found)
     target = locate.target(a, offset)
     if target is None:
         return None

@@ -3,7 +3,9 @@ of what they name: ``stub stage NAME`` a stage, ``stub agent NAME`` a ``use agen
 ``stub tool NAME`` a tool, ``stub step NAME`` the ``let NAME`` of a stage and ``stub ask NAME``
 the ``let NAME = ask …`` (else the stage ``NAME`` whose asks it answers) — resolved as the
 checker resolves them (:func:`agentflow.compiler.check_tests.ask_targets`), so that hover,
-definition, references and rename reach a stub's name and a rename edits it too."""
+definition, references and rename reach a stub's name and a rename edits it too.  The ``B`` of
+``stub step NAME.B`` names branch ``B`` of each ``let NAME = parallel { … }`` that has one
+(:func:`branches`), as the checker's ``_branch_targets`` does."""
 
 from __future__ import annotations
 
@@ -94,3 +96,40 @@ def shared_let(a: Analysis, let: ast.LetStmt) -> bool:
     return len(step_lets(a, name)) > 1 and any(
         stub.kind in ("step", "ask") and stub.target.name == name for stub in _stubs(a)
     )
+
+
+def branch_stub_at(a: Analysis, offset: int) -> ast.TestStub | None:
+    """The ``stub step NAME.B`` whose branch name ``B`` is under ``offset`` (end inclusive), or
+    None."""
+    for stub in _stubs(a):
+        b = stub.branch
+        if stub.kind == "step" and b is not None and b.span.start <= offset <= b.span.end:
+            return stub
+    return None
+
+
+def branches(a: Analysis, stub: ast.TestStub) -> list[ast.ObjectEntry]:
+    """The branches ``stub step NAME.B`` names: branch ``B`` of every ``let NAME = parallel
+    { … }`` of the stages that has one, in source order (none without a ``.B``)."""
+    if stub.branch is None:
+        return []
+    key = stub.branch.name
+    return [
+        b
+        for let in step_lets(a, stub.target.name)
+        if isinstance(let.value, ast.ParallelExpr)
+        for b in let.value.branches
+        if b.key == key
+    ]
+
+
+def branch_names_of(a: Analysis, entry: ast.ObjectEntry) -> list[Span]:
+    """The spans of the ``B`` of each ``stub step NAME.B`` that names the ``parallel`` block
+    branch ``entry``."""
+    return [
+        stub.branch.span
+        for stub in _stubs(a)
+        if stub.kind == "step"
+        and stub.branch is not None
+        and any(b is entry for b in branches(a, stub))
+    ]
