@@ -118,7 +118,8 @@ def test_hover_shows_the_narrowed_type_inside_the_branch():
         return found[0]
 
     assert "(let) p: Cat\n" in hover("p.lives")
-    assert "(let) p: Cat | Dog | Bird\n" in hover("p.kind")
+    # outside the branch: the type the program named (`type Pet = Cat | Dog | Bird`)
+    assert "(let) p: Pet\n" in hover("p.kind")
     assert "(field) pet: Bird\n" in hover("pet.words", 1)
 
 
