@@ -21,7 +21,7 @@ stage s -> Out {
 def test_a_widened_let_used_as_a_literal_union_hints_at_annotating_the_let():
     (d,) = check_source(FLOW, "t.flow").errors
     assert d.code == "type-mismatch"
-    assert d.message == 'expected `"low" | "high"`, found `text`'
+    assert d.message == "expected `Priority`, found `text`"
     assert (d.span.line, d.span.column) == (7, 36)
     assert d.hint.startswith("annotate the `let`: `let prio: Priority = …`")
     (note,) = d.notes

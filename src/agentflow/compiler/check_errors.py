@@ -586,6 +586,6 @@ def _fallback_hints(ck: CheckerShared, mark: int, expected: Type, guarded: ast.N
             ck.diags[i] = dataclasses.replace(
                 d,
                 hint=f"the fallback stands in for the value of {what}, of type "
-                f"`{type_str(expected)}`: give a value of that type (e.g. `{_example(expected)}`), "
+                f"`{ck.said(expected)}`: give a value of that type (e.g. `{_example(expected)}`), "
                 "or turn the value into what you need after the `catch`",
             )

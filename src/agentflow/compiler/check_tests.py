@@ -53,7 +53,6 @@ from agentflow.compiler.types import (
     make_union,
     strip_optional,
     type_str,
-    type_words,
 )
 from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Note, did_you_mean
@@ -185,11 +184,13 @@ def _fits(
     checker.mismatch(value, got, want)
     found = checker.diags[mark:]
     del checker.diags[mark:]
-    contract = [Note(f"{what} expects `{type_str(want)}`", where)] if where is not None else []
+    contract = [Note(f"{what} expects `{checker.said(want)}`", where)] if where is not None else []
     if not found:
         found = [
             D.Diagnostic(
-                D.TYPE_MISMATCH, f"expected `{type_str(want)}`, found {type_words(got)}", value.span
+                D.TYPE_MISMATCH,
+                f"expected `{checker.said(want)}`, found {checker.said_words(got)}",
+                value.span,
             )
         ]
     first, rest = found[0], found[1:]
@@ -233,7 +234,7 @@ def _constraints_hold(
     notes = [Note("the constraint is declared here", field_span)] if field_span else []
     notes += [Note(m, s) for s, m, _ in rest[:_MAX_PROBLEMS]]
     if where is not None:
-        notes.append(Note(f"{what} expects `{type_str(want)}`", where))
+        notes.append(Note(f"{what} expects `{checker.said(want)}`", where))
     more = f" (and {len(rest)} more problem{'s' if len(rest) > 1 else ''})" if rest else ""
     default = "write a value the contract accepts: a stub stands in for an answer, and is held to "
     default += "the same contract"
@@ -299,13 +300,17 @@ def _union_broken(
         return
     ranked.sort(key=lambda r: r[0])  # the closest first: by its tags, then fewest problems
     (_, member, first), others = ranked[0], ranked[1:]
-    name = type_str(union)
+    name = checker.said(union)
     span, message, field_span = first[0]
-    yield span, f"as `{type_str(member)}` (the closest member of `{name}`), {message}", field_span
+    yield (
+        span,
+        f"as `{checker.said(member)}` (the closest member of `{name}`), {message}",
+        field_span,
+    )
     yield from first[1:]
     for _, other, problems in others:  # the value fits no other member either: why, briefly
         span, message, field_span = problems[0]
-        yield span, f"as `{type_str(other)}`: {message}", field_span
+        yield span, f"as `{checker.said(other)}`: {message}", field_span
 
 
 def _could_be(checker: CheckerShared, value: ast.Expr, member: Type) -> bool:

@@ -19,7 +19,15 @@ from __future__ import annotations
 from agentflow.compiler import types as T
 from agentflow.core.vocabulary import OUTCOME_TYPE
 
-__all__ = ["alias_keys", "alias_named", "is_outcome", "outcome_value_type", "spelt", "spelt_words"]
+__all__ = [
+    "alias_keys",
+    "alias_named",
+    "aliases_said",
+    "is_outcome",
+    "outcome_value_type",
+    "spelt",
+    "spelt_words",
+]
 
 #: ``(alias name, key)`` pairs (:func:`alias_keys`)
 AliasKeys = list[tuple[str, object]]
@@ -58,6 +66,34 @@ def spelt_words(env: T.TypeEnv, t: T.Type) -> str:
     the long union of run-time error codes stays "the error code (one of the run-time codes)"
     (:func:`~agentflow.compiler.types.type_words`)."""
     return T.type_words(alias_named(t, alias_keys(env)))
+
+
+def aliases_said(env: T.TypeEnv, t: T.Type) -> list[tuple[str, T.Type]]:
+    """The aliases :func:`spelt` says ``t`` with, in order, each with the type it stands for:
+    ``[("Sev", "low" | "high")]`` for ``Sev[]`` — what a message adds so that the name does
+    not hide what it allows (``Sev`` is ``"low" | "high"``)."""
+    keys = alias_keys(env)
+    names = {name for name, _ in keys}
+    found: list[str] = []
+    _named_refs(alias_named(t, keys), found)
+    return [(n, env.aliases[n]) for n in dict.fromkeys(found) if n in names]
+
+
+def _named_refs(t: T.Type, out: list[str]) -> None:
+    if isinstance(t, T.NamedRef):
+        out.append(t.name)
+    elif isinstance(t, T.UnionType):
+        for m in t.members:
+            _named_refs(m, out)
+    elif isinstance(t, T.ListType | T.RangeType):
+        _named_refs(t.elem, out)
+    elif isinstance(t, T.OptionalType):
+        _named_refs(t.inner, out)
+    elif isinstance(t, T.MapType):
+        _named_refs(t.value, out)
+    elif isinstance(t, T.ObjectType) and t.name is None:
+        for f in t.fields.values():
+            _named_refs(f.type, out)
 
 
 def alias_keys(env: T.TypeEnv) -> AliasKeys:
