@@ -24,9 +24,10 @@ def test_a_widened_let_used_as_a_literal_union_hints_at_annotating_the_let():
     assert d.message == "expected `Priority`, found `text`"
     assert (d.span.line, d.span.column) == (7, 36)
     assert d.hint.startswith("annotate the `let`: `let prio: Priority = …`")
-    (note,) = d.notes
+    note, alias = d.notes
     assert note.message == "`prio` is declared here, with no type"
     assert (note.span.line, note.span.column) == (6, 7)
+    assert alias.message == '`Priority` is `"low" | "high"`' and alias.span is None
 
 
 def test_the_annotation_the_hint_gives_checks():
