@@ -688,7 +688,9 @@ def _check_stub(
     every = targets
     if stub.kind == "agent":  # a `stub stage` of the same test answers its stage's agents first
         targets = [c for c in targets if c.stage not in staged]
-    hint = _agent_stub_hint(checker, stub, targets) or _staged_stub_hint(stub, every, targets)
+    hint = _agent_stub_hint(checker, stub, targets) or _staged_stub_hint(
+        checker, stub, every, targets
+    )
     for value in _values(stub):
         if not _constant(checker, value, "a stub's value", case):
             continue
@@ -743,7 +745,10 @@ def _agent_stub_hint(
 
 
 def _staged_stub_hint(
-    stub: ast.TestStub, every: list[AgentCall], targets: list[AgentCall]
+    checker: CheckerShared,
+    stub: ast.TestStub,
+    every: list[AgentCall],
+    targets: list[AgentCall],
 ) -> str | None:
     """The fix for a ``stub agent A`` that does not fit when ``A`` is used with several contracts
     but a ``stub stage`` of the same test answers some of them first: the agent stub answers
@@ -754,7 +759,7 @@ def _staged_stub_hint(
     kept = {id(c) for c in targets}
     staged = list(dict.fromkeys(c.stage for c in every if id(c) not in kept))
     left = list(dict.fromkeys(c.stage for c in targets))
-    wants = ", ".join(dict.fromkeys(f"`{type_str(c.type)}`" for c in targets))
+    wants = ", ".join(dict.fromkeys(f"`{checker.said(c.type)}`" for c in targets))
     stubs = ", ".join(f"`stub stage {x}`" for x in staged)
     return (
         f"{stubs} answer{'s' if len(staged) == 1 else ''} the agents of "
