@@ -21,12 +21,13 @@ stage s -> Out {
 def test_a_widened_let_used_as_a_literal_union_hints_at_annotating_the_let():
     (d,) = check_source(FLOW, "t.flow").errors
     assert d.code == "type-mismatch"
-    assert d.message == 'expected `"low" | "high"`, found `text`'
+    assert d.message == "expected `Priority`, found `text`"
     assert (d.span.line, d.span.column) == (7, 36)
     assert d.hint.startswith("annotate the `let`: `let prio: Priority = …`")
-    (note,) = d.notes
+    note, alias = d.notes
     assert note.message == "`prio` is declared here, with no type"
     assert (note.span.line, note.span.column) == (6, 7)
+    assert alias.message == '`Priority` is `"low" | "high"`' and alias.span is None
 
 
 def test_the_annotation_the_hint_gives_checks():

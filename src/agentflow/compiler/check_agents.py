@@ -37,8 +37,6 @@ from agentflow.compiler.types import (
     assignable,
     make_union,
     schema_problem,
-    type_str,
-    type_words,
 )
 from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Note
@@ -512,7 +510,7 @@ class AgentChecks(CheckerShared):
             shown = shown if shown != "…" else "x"
             self.report(
                 D.OPTIONAL_IN_TEXT,
-                f"`{shown}` may be `null` (`{type_str(t)}`): {what} would read `null` then",
+                f"`{shown}` may be `null` (`{self.said(t)}`): {what} would read `null` then",
                 p.span,
                 hint=f'say what to write instead: `${{{shown} ?? "none"}}`',
             )
@@ -534,7 +532,7 @@ class AgentChecks(CheckerShared):
             if problem and not self.names_redefined_builtin(e.expect):
                 self.report(
                     D.NOT_SCHEMA_GENERATABLE,
-                    f"`ask … expect {type_str(t)}` has no JSON Schema: {problem}",
+                    f"`ask … expect {self.said(t)}` has no JSON Schema: {problem}",
                     e.expect.span,
                     hint="an answer must be plain data (no `Verdict` or extern types)",
                 )
@@ -718,7 +716,7 @@ class AgentChecks(CheckerShared):
                     if not isinstance(r, (ObjectType, MapType)) and t != JSON:
                         self.report(
                             D.TYPE_MISMATCH,
-                            f"`input` must be an object, found {type_words(t)}",
+                            f"`input` must be an object, found {self.said_words(t)}",
                             v.span,
                         )
         elif kind == "tools":
@@ -747,7 +745,7 @@ class AgentChecks(CheckerShared):
             if not isinstance(t, ErrorType) and not assignable(t, ListType(PATH), self.env):
                 self.report(
                     D.WRITE_NOT_PATH_ARRAY,
-                    f"`write` must be `path[]`, found {type_words(t)}",
+                    f"`write` must be `path[]`, found {self.said_words(t)}",
                     v.span,
                     hint='give a `path[]` field, or a list of paths such as `[input.dir, "notes.md"]`',
                 )
@@ -761,7 +759,7 @@ class AgentChecks(CheckerShared):
             if problem:
                 self.report(
                     D.NOT_SCHEMA_GENERATABLE,
-                    f"`expect {type_str(t)}` has no JSON Schema: {problem}",
+                    f"`expect {self.said(t)}` has no JSON Schema: {problem}",
                     v.span,
                     hint="an agent's answer must be plain data (no `Verdict` or extern types)",
                 )

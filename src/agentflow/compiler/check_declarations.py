@@ -28,7 +28,6 @@ from agentflow.compiler.types import (
     UseType,
     assignable,
     schema_problem,
-    type_str,
 )
 from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Note
@@ -388,8 +387,8 @@ class DeclarationChecks(CheckerShared):
                     output_decl = self.singles[ast.OutputDecl]
                     self.report(
                         D.TYPE_MISMATCH,
-                        f"the flow's output is `{type_str(declared_output)}` but its last stage "
-                        f"`{last.name.name}` gives `{type_str(lt)}`",
+                        f"the flow's output is `{self.said(declared_output)}` but its last stage "
+                        f"`{last.name.name}` gives `{self.said(lt)}`",
                         output_decl.type.span,  # type: ignore[attr-defined]
                         notes=[Note("last stage", last.name.span)],
                     )

@@ -20,6 +20,7 @@ from typing import Any
 
 from agentflow.compiler.checker_shared import CheckerShared, Frame, Reporter
 from agentflow.compiler.symbols import Symbol
+from agentflow.compiler.type_names import is_outcome, outcome_value_type
 from agentflow.compiler.types import (
     BOOL,
     INT,
@@ -30,7 +31,6 @@ from agentflow.compiler.types import (
     ListType,
     LiteralType,
     ObjectType,
-    OptionalType,
     Type,
     join,
     make_optional,
@@ -122,25 +122,6 @@ def outcome_type(value: Type) -> ObjectType:
         },
         name=f"{_OUTCOME}<{type_str(value)}>",
     )
-
-
-def is_outcome(t: Type) -> bool:
-    """True for an ``Outcome<T>`` type."""
-    return (
-        isinstance(t, ObjectType)
-        and t.name is not None
-        and t.name.startswith(_OUTCOME + "<")
-        and set(t.fields) == {"ok", "value", "error"}
-    )
-
-
-def outcome_value_type(t: Type) -> Type | None:
-    """``T`` of ``Outcome<T>`` (None for another type)."""
-    if not is_outcome(t):
-        return None
-    assert isinstance(t, ObjectType)
-    v = t.fields["value"].type
-    return v.inner if isinstance(v, OptionalType) else v
 
 
 def outcome_list_member(t: Type, name: str) -> Type | None:
@@ -605,6 +586,6 @@ def _fallback_hints(ck: CheckerShared, mark: int, expected: Type, guarded: ast.N
             ck.diags[i] = dataclasses.replace(
                 d,
                 hint=f"the fallback stands in for the value of {what}, of type "
-                f"`{type_str(expected)}`: give a value of that type (e.g. `{_example(expected)}`), "
+                f"`{ck.said(expected)}`: give a value of that type (e.g. `{_example(expected)}`), "
                 "or turn the value into what you need after the `catch`",
             )

@@ -34,7 +34,6 @@ from agentflow.compiler.types import (
     ObjectType,
     Type,
     assignable,
-    type_str,
 )
 from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Note
@@ -171,7 +170,7 @@ def _check_scorer(checker: CheckerShared, scorer: ast.EvalScorer) -> str:
         else:
             checker.report(
                 D.TYPE_MISMATCH,
-                f"the score `{scorer.name.name}` is `{type_str(t)}`; a score is `bool` (pass or "
+                f"the score `{scorer.name.name}` is `{checker.said(t)}`; a score is `bool` (pass or "
                 "fail) or `number` (0 to 1)",
                 scorer.expr.span,
                 hint="compare it: `score exact = output == expected`",

@@ -55,7 +55,6 @@ from agentflow.compiler.types import (
     overlaps,
     strip_optional,
     type_str,
-    type_words,
     widen,
 )
 from agentflow.core import diagnostics as D
@@ -167,7 +166,7 @@ class ExpressionChecks(CheckerShared):
             self.report(
                 D.TYPE_MISMATCH,
                 f"`{t.alias}` is a `use {t.kind}` alias, not a value"
-                + (f" (expected `{type_str(hint)}`)" if hint is not None else ""),
+                + (f" (expected `{self.said(hint)}`)" if hint is not None else ""),
                 e.span,
                 hint=(
                     f"a `use` alias can only be the target of `agent(…)`: `agent({t.alias})`"
@@ -289,7 +288,7 @@ class ExpressionChecks(CheckerShared):
             if not is_numeric(t, self.env) and not isinstance(t, ErrorType) and t != JSON:
                 self.report(
                     D.TYPE_MISMATCH,
-                    f"a range bound must be a number, found {type_words(t)}",
+                    f"a range bound must be a number, found {self.said_words(t)}",
                     side.span,
                 )
                 bad = True
@@ -322,7 +321,7 @@ class ExpressionChecks(CheckerShared):
             return widen(t)
         self.report(
             D.TYPE_MISMATCH,
-            f"`-` needs a number, found {type_words(t)}"
+            f"`-` needs a number, found {self.said_words(t)}"
             + (" (a duration is never negative)" if t == DURATION else ""),
             e.operand.span,
             hint=_DURATION_ARITHMETIC if t == DURATION else None,
@@ -400,7 +399,7 @@ class ExpressionChecks(CheckerShared):
             elif not comparable:
                 self.report(
                     D.TYPE_MISMATCH,
-                    f"cannot compare `{type_str(widen(lt))}` with `{type_str(widen(rt))}`",
+                    f"cannot compare `{self.said(widen(lt))}` with `{self.said(widen(rt))}`",
                     e.span,
                 )
             return BOOL
@@ -415,7 +414,7 @@ class ExpressionChecks(CheckerShared):
             if not ok:
                 self.report(
                     D.TYPE_MISMATCH,
-                    f"`{op}` cannot order `{type_str(widen(lt))}` and `{type_str(widen(rt))}`",
+                    f"`{op}` cannot order `{self.said(widen(lt))}` and `{self.said(widen(rt))}`",
                     e.span,
                     hint="comparisons need two numbers, two texts or two durations",
                 )
@@ -443,7 +442,7 @@ class ExpressionChecks(CheckerShared):
                 return ListType(make_union([lr.elem, rr.elem]))
             self.report(
                 D.TYPE_MISMATCH,
-                f"`+` cannot combine `{type_str(lw)}` and {type_words(rw)}",
+                f"`+` cannot combine `{self.said(lw)}` and {self.said_words(rw)}",
                 e.span,
                 hint=self.optional_operand_hint(e, lt, rt)
                 or "`+` adds numbers and concatenates text or arrays; "
@@ -460,7 +459,7 @@ class ExpressionChecks(CheckerShared):
             return DURATION  # never below 0ms: lowered through `seconds` (compiler/durations.py)
         self.report(
             D.TYPE_MISMATCH,
-            f"`{op}` needs numbers, found {type_words(lw)} and {type_words(rw)}",
+            f"`{op}` needs numbers, found {self.said_words(lw)} and {self.said_words(rw)}",
             e.span,
             hint=_DURATION_ARITHMETIC
             if DURATION in (lt, rt)
@@ -540,11 +539,11 @@ class ExpressionChecks(CheckerShared):
             shown = self.source_text(side)
             if shown == "…":
                 return (
-                    f"an operand may be `null` (`{type_str(t)}`): give it a default with `??`: "
+                    f"an operand may be `null` (`{self.said(t)}`): give it a default with `??`: "
                     f"`(… ?? {default})`"
                 )
             return (
-                f"`{shown}` may be `null` (`{type_str(t)}`): give a default with `??`, e.g. "
+                f"`{shown}` may be `null` (`{self.said(t)}`): give a default with `??`, e.g. "
                 f"`({shown} ?? {default})`"
             )
         return None
@@ -577,14 +576,14 @@ class ExpressionChecks(CheckerShared):
         else:
             self.report(
                 D.TYPE_MISMATCH,
-                f"`{e.op}` needs an array, text, map or range on the right, found {type_words(rt)}",
+                f"`{e.op}` needs an array, text, map or range on the right, found {self.said_words(rt)}",
                 e.right.span,
             )
             return
         if not ok:
             self.report(
                 D.TYPE_MISMATCH,
-                f"`{type_str(widen(lt))}` cannot be {'in' if e.op == 'in' else 'not in'} `{type_str(rt)}`",
+                f"`{self.said(widen(lt))}` cannot be {'in' if e.op == 'in' else 'not in'} `{self.said(rt)}`",
                 e.span,
             )
         elif isinstance(r, ListType):
@@ -611,13 +610,13 @@ class ExpressionChecks(CheckerShared):
         always = "true" if e.op in ("!=", "not in") else "false"
         if e.op in ("==", "!="):
             message = (
-                f"this comparison is always {always}: `{type_str(lt)}` and `{type_str(rt)}` "
+                f"this comparison is always {always}: `{self.said(lt)}` and `{self.said(rt)}` "
                 "have no value in common"
             )
         else:
             message = (
                 f"this `{e.op}` test is always {always}: the array's elements are "
-                f"`{type_str(rt)}`, never `{type_str(lt)}`"
+                f"`{self.said(rt)}`, never `{self.said(lt)}`"
             )
         hint = None
         for side, t, ot in ((left, lt, rt), (right, rt, lt)):
@@ -647,15 +646,15 @@ class ExpressionChecks(CheckerShared):
                 fb = b.fields.get(name)
                 if fb and not (fa.optional or fb.optional or overlaps(fa.type, fb.type, self.env)):
                     hint = (
-                        f"field `{name}` is `{type_str(fa.type)}` on one side and "
-                        f"`{type_str(fb.type)}` on the other"
+                        f"field `{name}` is `{self.said(fa.type)}` on one side and "
+                        f"`{self.said(fb.type)}` on the other"
                     )
                     break
         for side, t, ot in ((left, lt, rt), (right, rt, lt)):
             if ot == NULL and hint is None:
                 name = what_is(side)
                 name = "this value" if name == "this value" else name
-                hint = f"{name} is never null: its type is `{type_str(t)}`, not `{type_str(t)}?`"
+                hint = f"{name} is never null: its type is `{self.said(t)}`, not `{self.said(t)}?`"
         self.report(D.NO_OVERLAP, message, e.span, hint=hint)
 
     def visit_Member(self, e: ast.Member, hint: Type | None) -> Type:
@@ -713,7 +712,7 @@ class ExpressionChecks(CheckerShared):
             else:
                 self.report(
                     D.UNKNOWN_FIELD,
-                    f"{type_str(ot)} has no field `{name}`",
+                    f"{self.said(ot)} has no field `{name}`",
                     span,
                     hint=suggest(name, ["main", "member"]) if ot.kind == "team" else None,
                 )
@@ -739,9 +738,9 @@ class ExpressionChecks(CheckerShared):
                 else:
                     self.report(
                         D.UNKNOWN_FIELD,
-                        f"`{name}` is not a field of every member of `{type_str(ot)}`",
+                        f"`{name}` is not a field of every member of `{self.said(ot)}`",
                         span,
-                        notes=[Note(f"`{type_str(m)}` has no field `{name}`")],
+                        notes=[Note(f"`{self.said(m)}` has no field `{name}`")],
                         hint=self.narrowing_hint(e, r, name),
                     )
                     return ERROR
@@ -766,12 +765,12 @@ class ExpressionChecks(CheckerShared):
             # an object type with no name of its own is named by the path the user wrote
             # (`input`, `plan.work`), its fields in the hint: not `{ dir: path }`
             path = what_is(e.obj) if isinstance(e, ast.Member) and r.name is None else None
-            shown = f"`{type_str(ot)}`" if path is None or path == "this value" else path
+            shown = f"`{self.said(ot)}`" if path is None or path == "this value" else path
             self.report(
                 D.UNKNOWN_FIELD,
                 f"{shown} has no field `{name}`",
                 span,
-                notes=[Note(f"the fields of `{type_str(ot)}` are {fields}")] if builtin else [],
+                notes=[Note(f"the fields of `{self.said(ot)}` are {fields}")] if builtin else [],
                 hint=close or (f"use one of its fields: {fields}" if fields else None),
             )
             return ERROR
@@ -786,7 +785,7 @@ class ExpressionChecks(CheckerShared):
                 + (": use it as it is" if name == "values" else "")
                 + " (add `tolerate N` or `tolerate P%` to the `map` to keep going past failures)"
             )
-        self.report(D.UNKNOWN_FIELD, f"`{type_str(ot)}` has no field `{name}`", span, hint=hint)
+        self.report(D.UNKNOWN_FIELD, f"`{self.said(ot)}` has no field `{name}`", span, hint=hint)
         return ERROR
 
     def countable(self, r: Type) -> bool:
@@ -809,7 +808,7 @@ class ExpressionChecks(CheckerShared):
             if not assignable(it, INT, self.env):
                 self.report(
                     D.TYPE_MISMATCH,
-                    f"an array index must be an `int`, found {type_words(widen(it))}",
+                    f"an array index must be an `int`, found {self.said_words(widen(it))}",
                     e.index.span,
                 )
             result = r.elem if not isinstance(r.elem, NeverType) else ERROR
@@ -817,7 +816,7 @@ class ExpressionChecks(CheckerShared):
             if not is_textual(it, self.env) and not isinstance(it, ErrorType) and it != JSON:
                 self.report(
                     D.TYPE_MISMATCH,
-                    f"a map key must be text, found {type_words(it)}",
+                    f"a map key must be text, found {self.said_words(it)}",
                     e.index.span,
                 )
             result = r.value
@@ -829,14 +828,14 @@ class ExpressionChecks(CheckerShared):
             if not assignable(it, INT, self.env):
                 self.report(
                     D.TYPE_MISMATCH,
-                    f"a text index must be an `int`, found {type_words(it)}",
+                    f"a text index must be an `int`, found {self.said_words(it)}",
                     e.index.span,
                 )
             result = TEXT
         else:
             self.report(
                 D.TYPE_MISMATCH,
-                f"`{type_str(ot)}` cannot be indexed",
+                f"`{self.said(ot)}` cannot be indexed",
                 e.obj.span,
                 hint=_field_hint(r, e.obj),
             )
@@ -928,7 +927,7 @@ class ExpressionChecks(CheckerShared):
         r = self.env.resolve(t)
         if isinstance(r, ListType):
             return r.elem if not isinstance(r.elem, NeverType) else NEVER
-        self.report(D.TYPE_MISMATCH, f"`{what}` needs an array, found {type_words(t)}", span)
+        self.report(D.TYPE_MISMATCH, f"`{what}` needs an array, found {self.said_words(t)}", span)
         return ERROR
 
 

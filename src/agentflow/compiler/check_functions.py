@@ -50,8 +50,6 @@ from agentflow.compiler.types import (
     make_optional,
     make_union,
     strip_optional,
-    type_str,
-    type_words,
     widen,
 )
 from agentflow.core import diagnostics as D
@@ -252,11 +250,11 @@ class FunctionChecks(CheckerShared):
                     None,
                 )
             if bad is not None and bound is not None:  # (bad is found only under a bound)
-                self._arg_mismatch(e, spec, bad[0], f"`{tp}` must be `{type_str(bound)}`", bad[1])
+                self._arg_mismatch(e, spec, bad[0], f"`{tp}` must be `{self.said(bound)}`", bad[1])
                 ok = False
             elif tp in conflict and e.name != "merge":
                 first, arg = conflict[tp]
-                self._arg_mismatch(e, spec, arg, f"`{tp}` is `{type_str(first)}` here", None)
+                self._arg_mismatch(e, spec, arg, f"`{tp}` is `{self.said(first)}` here", None)
                 ok = False
         if not ok:
             return ERROR
@@ -267,7 +265,7 @@ class FunctionChecks(CheckerShared):
             got = self._as_map(at) if _wants_map(want) else at
             if not assignable(got, want, self.env):
                 self._arg_mismatch(
-                    e, spec, a, f"expected `{type_str(want)}`", at, self._optional_arg(a, at, want)
+                    e, spec, a, f"expected `{self.said(want)}`", at, self._optional_arg(a, at, want)
                 )
                 ok = False
         if not ok:
@@ -322,7 +320,7 @@ class FunctionChecks(CheckerShared):
         got: Type | None,
         hint: str | None = None,
     ) -> None:
-        found = f", found {type_words(widen(got))}" if got is not None else ""
+        found = f", found {self.said_words(widen(got))}" if got is not None else ""
         self.report(
             D.TYPE_MISMATCH,
             f"argument of `{e.name}`: {what}{found}",
@@ -353,7 +351,7 @@ class FunctionChecks(CheckerShared):
         )
         shown = self.source_text(arg)
         return (
-            f"`{shown}` may be `null` (`{type_str(got)}`): give a default with `??`, "
+            f"`{shown}` may be `null` (`{self.said(got)}`): give a default with `??`, "
             f"`{shown} ?? {default}`, or check `if {shown} != null {{ … }}` first"
         )
 
@@ -431,7 +429,7 @@ class FunctionChecks(CheckerShared):
         if f is None:
             self.report(
                 D.UNKNOWN_FIELD,
-                f"`{type_str(lst.elem)}` has no field `{name}`",
+                f"`{self.said(lst.elem)}` has no field `{name}`",
                 name_arg.span,
                 notes=[Note(f"`{spec.signature}`", e.name_span)],
                 hint=suggest(name, list(elem.fields))
@@ -442,7 +440,7 @@ class FunctionChecks(CheckerShared):
         if ordered and not (is_numeric(ft, self.env) or is_textual(ft, self.env) or ft == JSON):
             self.report(
                 D.TYPE_MISMATCH,
-                f"`sort_by` orders by a number or a text; field `{name}` is `{type_str(f.type)}`",
+                f"`sort_by` orders by a number or a text; field `{name}` is `{self.said(f.type)}`",
                 name_arg.span,
                 notes=[Note(f"`{spec.signature}`", e.name_span)],
                 hint=(
@@ -483,7 +481,7 @@ class FunctionChecks(CheckerShared):
             if k.text not in obj.fields:
                 self.report(
                     D.UNKNOWN_FIELD,
-                    f"`{type_str(args[0])}` has no field `{k.text}`",
+                    f"`{self.said(args[0])}` has no field `{k.text}`",
                     k.span,
                     notes=[Note(f"`{FUNCTIONS[e.name].signature}`", e.name_span)],
                     hint=suggest(k.text, list(obj.fields))

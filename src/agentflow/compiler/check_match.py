@@ -31,7 +31,6 @@ from agentflow.compiler.types import (
     make_union,
     overlaps,
     strip_optional,
-    type_str,
     widen,
 )
 from agentflow.core import diagnostics as D
@@ -184,8 +183,8 @@ class MatchChecks(CheckerShared):
         elif not comparable:
             self.report(
                 D.TYPE_MISMATCH,
-                f"this pattern can never match: {subject} is `{type_str(st)}`, and "
-                f"`{self.pattern_text(p)}` is `{type_str(widen(pt))}`",
+                f"this pattern can never match: {subject} is `{self.said(st)}`, and "
+                f"`{self.pattern_text(p)}` is `{self.said(widen(pt))}`",
                 p.span,
                 hint=f"a pattern is a value {subject} can have",
             )
@@ -201,7 +200,7 @@ class MatchChecks(CheckerShared):
                     if close:  # the literal as written, pasteable (as `==`'s hint gives it)
                         hint = f"did you mean {literal_str(suggested(close))}? ({hint})"
             elif pt == NULL:
-                hint = f"{subject} is never null: its type is `{type_str(st)}`, not optional"
+                hint = f"{subject} is never null: its type is `{self.said(st)}`, not optional"
             elif self.env.resolve(ls) == INT:
                 hint = (
                     "an `int` is a whole number: remove this pattern, or declare "
@@ -211,7 +210,7 @@ class MatchChecks(CheckerShared):
                 hint = f"remove this pattern: no value of {subject} equals it"
             self.report(
                 D.NO_OVERLAP,
-                f"this pattern can never match: {subject} is `{type_str(st)}`, which has no "
+                f"this pattern can never match: {subject} is `{self.said(st)}`, which has no "
                 f"value `{self.pattern_text(p)}`",
                 p.span,
                 hint=hint,
@@ -231,7 +230,7 @@ class MatchChecks(CheckerShared):
         if values is None:
             self.report(
                 D.NON_EXHAUSTIVE_MATCH,
-                f"this `match` has no `_` arm, and {subject} is `{type_str(st)}`: the arms cannot "
+                f"this `match` has no `_` arm, and {subject} is `{self.said(st)}`: the arms cannot "
                 "list all its values",
                 e.keyword_span or e.span,
                 hint="add a last arm `_ => …` for every other value",
@@ -244,7 +243,7 @@ class MatchChecks(CheckerShared):
         arm = " | ".join(shown)
         self.report(
             D.NON_EXHAUSTIVE_MATCH,
-            f"this `match` does not cover {_listed(shown)}: {subject} is `{type_str(st)}`",
+            f"this `match` does not cover {_listed(shown)}: {subject} is `{self.said(st)}`",
             e.keyword_span or e.span,
             hint=f"add the arm `{arm} => …`, or `_ => …` for every other value",
         )

@@ -27,7 +27,6 @@ from agentflow.compiler.types import (
     literal_str,
     make_union,
     strip_optional,
-    type_str,
 )
 from agentflow.grammar import ast
 
@@ -180,7 +179,7 @@ class NarrowingChecks(CheckerShared):
                 m, vals = having[0]
                 test = f"{x}.{field} == {literal_str(vals[0])}"
                 return (
-                    f"`{name}` is a field of `{type_str(m)}`: check the discriminant first — "
-                    f"inside `if {test} {{ … }}`, `{x}` is narrowed to `{type_str(m)}`"
+                    f"`{name}` is a field of `{self.said(m)}`: check the discriminant first — "
+                    f"inside `if {test} {{ … }}`, `{x}` is narrowed to `{self.said(m)}`"
                 )
         return None

@@ -53,7 +53,6 @@ from agentflow.compiler.types import (
     make_union,
     strip_optional,
     type_str,
-    type_words,
 )
 from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Note, did_you_mean
@@ -185,11 +184,13 @@ def _fits(
     checker.mismatch(value, got, want)
     found = checker.diags[mark:]
     del checker.diags[mark:]
-    contract = [Note(f"{what} expects `{type_str(want)}`", where)] if where is not None else []
+    contract = [Note(f"{what} expects `{checker.said(want)}`", where)] if where is not None else []
     if not found:
         found = [
             D.Diagnostic(
-                D.TYPE_MISMATCH, f"expected `{type_str(want)}`, found {type_words(got)}", value.span
+                D.TYPE_MISMATCH,
+                f"expected `{checker.said(want)}`, found {checker.said_words(got)}",
+                value.span,
             )
         ]
     first, rest = found[0], found[1:]
@@ -233,7 +234,7 @@ def _constraints_hold(
     notes = [Note("the constraint is declared here", field_span)] if field_span else []
     notes += [Note(m, s) for s, m, _ in rest[:_MAX_PROBLEMS]]
     if where is not None:
-        notes.append(Note(f"{what} expects `{type_str(want)}`", where))
+        notes.append(Note(f"{what} expects `{checker.said(want)}`", where))
     more = f" (and {len(rest)} more problem{'s' if len(rest) > 1 else ''})" if rest else ""
     default = "write a value the contract accepts: a stub stands in for an answer, and is held to "
     default += "the same contract"
@@ -299,13 +300,17 @@ def _union_broken(
         return
     ranked.sort(key=lambda r: r[0])  # the closest first: by its tags, then fewest problems
     (_, member, first), others = ranked[0], ranked[1:]
-    name = type_str(union)
+    name = checker.said(union)
     span, message, field_span = first[0]
-    yield span, f"as `{type_str(member)}` (the closest member of `{name}`), {message}", field_span
+    yield (
+        span,
+        f"as `{checker.said(member)}` (the closest member of `{name}`), {message}",
+        field_span,
+    )
     yield from first[1:]
     for _, other, problems in others:  # the value fits no other member either: why, briefly
         span, message, field_span = problems[0]
-        yield span, f"as `{type_str(other)}`: {message}", field_span
+        yield span, f"as `{checker.said(other)}`: {message}", field_span
 
 
 def _could_be(checker: CheckerShared, value: ast.Expr, member: Type) -> bool:
@@ -683,7 +688,9 @@ def _check_stub(
     every = targets
     if stub.kind == "agent":  # a `stub stage` of the same test answers its stage's agents first
         targets = [c for c in targets if c.stage not in staged]
-    hint = _agent_stub_hint(checker, stub, targets) or _staged_stub_hint(stub, every, targets)
+    hint = _agent_stub_hint(checker, stub, targets) or _staged_stub_hint(
+        checker, stub, every, targets
+    )
     for value in _values(stub):
         if not _constant(checker, value, "a stub's value", case):
             continue
@@ -738,7 +745,10 @@ def _agent_stub_hint(
 
 
 def _staged_stub_hint(
-    stub: ast.TestStub, every: list[AgentCall], targets: list[AgentCall]
+    checker: CheckerShared,
+    stub: ast.TestStub,
+    every: list[AgentCall],
+    targets: list[AgentCall],
 ) -> str | None:
     """The fix for a ``stub agent A`` that does not fit when ``A`` is used with several contracts
     but a ``stub stage`` of the same test answers some of them first: the agent stub answers
@@ -749,7 +759,7 @@ def _staged_stub_hint(
     kept = {id(c) for c in targets}
     staged = list(dict.fromkeys(c.stage for c in every if id(c) not in kept))
     left = list(dict.fromkeys(c.stage for c in targets))
-    wants = ", ".join(dict.fromkeys(f"`{type_str(c.type)}`" for c in targets))
+    wants = ", ".join(dict.fromkeys(f"`{checker.said(c.type)}`" for c in targets))
     stubs = ", ".join(f"`stub stage {x}`" for x in staged)
     return (
         f"{stubs} answer{'s' if len(staged) == 1 else ''} the agents of "

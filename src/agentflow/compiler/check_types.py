@@ -49,8 +49,6 @@ from agentflow.compiler.types import (
     make_union,
     object_mismatches,
     strip_optional,
-    type_str,
-    type_words,
     widen,
 )
 from agentflow.core import diagnostics as D
@@ -146,7 +144,7 @@ class TypeChecks(CheckerShared):
             if isinstance(src, ObjectType):
                 problems = object_mismatches(src, want_r, self.env)
                 entries = {e.key: e for e in expr.entries}
-                wname = type_str(want)
+                wname = self.said(want)
                 reported = False
                 missing = [f for k, f in problems if k == "missing"]
                 # a misspelt key (`titel` for a missing `title`) is one mistake: one error, on
@@ -220,7 +218,7 @@ class TypeChecks(CheckerShared):
             self.report(
                 D.TYPE_MISMATCH,
                 f"`{got.alias}` is a `use {got.kind}` alias, not a value "
-                f"(expected `{type_str(want)}`)",
+                f"(expected `{self.said(want)}`)",
                 expr.span,
                 hint="a `use` alias can only be the target of `agent(…)`",
             )
@@ -229,7 +227,7 @@ class TypeChecks(CheckerShared):
         if want == DURATION and isinstance(expr, (ast.NumberLit, ast.StringLit)):
             self.report(
                 D.TYPE_MISMATCH,
-                f"expected `duration`, found {type_words(shown)}",
+                f"expected `duration`, found {self.said_words(shown)}",
                 expr.span,
                 hint=_duration_hint(expr),
             )
@@ -240,20 +238,20 @@ class TypeChecks(CheckerShared):
             # is what to change (or the expected type), not the block's first line
             self.report(
                 D.TYPE_MISMATCH,
-                f"expected `{type_str(want)}`, found {type_words(shown)}",
+                f"expected `{self.said(want)}`, found {self.said_words(shown)}",
                 expect.span,
                 notes=[
                     Note(f"the answer of this `{expect.what}` has its `expect` type", expr.span)
                 ],
-                hint=f"`expect {type_str(want)}` would fit here",
+                hint=f"`expect {self.said(want)}` would fit here",
             )
             return
         widened = self._widened_let(expr, want)
         self.report(
             D.TYPE_MISMATCH,
-            f"expected `{type_str(want)}`, found {type_words(shown)}",
+            f"expected `{self.said(want)}`, found {self.said_words(shown)}",
             expr.span,
-            notes=[widened[1]] if widened else [],
+            notes=([widened[1]] if widened else []) + self.alias_notes(want),
             hint=(widened[0] if widened else None)
             or self._mismatch_hint(got, want)
             or _int_hint(expr, got, want, self.env),
@@ -293,7 +291,7 @@ class TypeChecks(CheckerShared):
                     d.message += f" {where}"
                     if d.hint is None:
                         d.hint = (
-                            f"the whole `{whole}` is expected to be `{type_str(want)}`, so is "
+                            f"the whole `{whole}` is expected to be `{self.said(want)}`, so is "
                             f"{each}: change this one, or the expected type"
                         )
             reported = True
@@ -339,7 +337,7 @@ class TypeChecks(CheckerShared):
         finally:
             left = getattr(self, "_union_reads", (0, budget))[1]
             setattr(self, "_union_reads", (depth, left))  # noqa: B010
-        name = type_str(union)
+        name = self.said(union)
         if not ranked:
             if not tagged:
                 return False
@@ -355,9 +353,9 @@ class TypeChecks(CheckerShared):
             how = f"the closest member of `{name}`"
         first = problems[0]
         notes = list(first.notes) + [
-            Note(f"as `{type_str(m)}`: {p[0].message}", p[0].span) for m, p in others[:4]
+            Note(f"as `{self.said(m)}`: {p[0].message}", p[0].span) for m, p in others[:4]
         ]
-        message = f"as `{type_str(member)}` ({how}), {first.message}"
+        message = f"as `{self.said(member)}` ({how}), {first.message}"
         if first.message.startswith("as `"):  # an inner union said it, where the problem is
             message = first.message
         self.diags.append(replace(first, message=message, notes=notes))
@@ -379,7 +377,7 @@ class TypeChecks(CheckerShared):
                 if key in m.fields and isinstance(self.env.resolve(m.fields[key].type), LiteralType)
             ]
             if tags:
-                known = ", ".join(sorted({type_str(t) for t in tags}))
+                known = ", ".join(sorted({self.said(t) for t in tags}))
                 self.report(
                     D.TYPE_MISMATCH,
                     f"no member of `{name}` has this `{key}`: expected one of {known}",
@@ -414,10 +412,10 @@ class TypeChecks(CheckerShared):
         if value_t is None or value_t == sym.type or not assignable(value_t, want, self.env):
             return None
         named = next((n for n, t in self.env.aliases.items() if t == want), None)
-        written = named or type_str(want)
+        written = named or self.said(want)
         return (
             f"annotate the `let`: `let {decl.name.name}: {written} = …` (a `let` with no type "
-            f"widens its value's literal type `{type_str(value_t)}` to `{type_str(sym.type)}`)",
+            f"widens its value's literal type `{self.said(value_t)}` to `{self.said(sym.type)}`)",
             Note(f"`{decl.name.name}` is declared here, with no type", decl.name.span),
         )
 
@@ -436,7 +434,7 @@ class TypeChecks(CheckerShared):
         if isinstance(got_r, OptionalType) and not isinstance(want_r, OptionalType):
             if assignable(got_r.inner, want, self.env):
                 return (
-                    f"the value may be `null` (`{type_str(got)}`): give a default with `??` "
+                    f"the value may be `null` (`{self.said(got)}`): give a default with `??` "
                     "(`value ?? default`)"
                 )
         return None
@@ -703,7 +701,7 @@ class TypeChecks(CheckerShared):
                 }[cname]
                 self.report(
                     D.INVALID_CONSTRAINT,
-                    f"`@{cname}` does not apply to `{type_str(ft)}`: it constrains {what}",
+                    f"`@{cname}` does not apply to `{self.said(ft)}`: it constrains {what}",
                     c.span,
                 )
                 continue

@@ -33,7 +33,6 @@ from agentflow.compiler.types import (
     is_numeric,
     is_textual,
     strip_optional,
-    type_str,
     widen,
 )
 from agentflow.core import diagnostics as D
@@ -464,7 +463,7 @@ class UserFunctionChecks(CheckerShared):
             # told where it goes wrong: a field, an element, an arm's value (naming the arm)
             self.mismatch(e, got, want)
             return
-        found = type_str(widen(got))
+        found = self.said(widen(got))
         r = self.env.resolve(strip_optional(got, self.env))
         w = self.env.resolve(want)
         usual = self._mismatch_hint(got, want)

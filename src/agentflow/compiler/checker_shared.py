@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agentflow.compiler.symbols import Symbol, ToolSig
-from agentflow.compiler.types import ObjectType, Type, TypeEnv
+from agentflow.compiler.type_names import aliases_said, spelt, spelt_words
+from agentflow.compiler.types import ObjectType, Type, TypeEnv, type_str
 from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Diagnostic, Note
 from agentflow.core.functions import FUNCTIONS
@@ -134,6 +135,30 @@ class CheckerShared:
     folded: dict[int, int | float]
     use_syms: dict[str, Symbol]
     uses: dict[str, ast.UseDecl]
+
+    def said(self, t: Type) -> str:
+        """``t`` in a message, in the names the program wrote: a union or inline object that is
+        one alias's type is said by the alias's name (``Sev``, ``Sev[]``, ``Pair?``:
+        :func:`~agentflow.compiler.type_names.spelt`; docs/diagnostics.md)."""
+        return spelt(self.env, t)
+
+    def said_words(self, t: Type) -> str:
+        """:meth:`said` in backticks, the long union of run-time codes named shortly
+        (:func:`~agentflow.compiler.type_names.spelt_words`)."""
+        return spelt_words(self.env, t)
+
+    def alias_notes(self, *types: Type) -> list[Note]:
+        """One note for each alias :meth:`said` names in ``types`` (at most two), saying what it
+        stands for: "`Sev` is `"low" | "medium" | "high"`" — the message says the name, the
+        note what a value of it may be."""
+        notes: list[Note] = []
+        seen: set[str] = set()
+        for t in types:
+            for name, meant in aliases_said(self.env, t):
+                if name not in seen and len(notes) < 2:
+                    seen.add(name)
+                    notes.append(Note(f"`{name}` is `{type_str(meant)}`"))
+        return notes
 
     def reserved_name(self, name: str, span: Span, what: str) -> bool:
         """Report ``reserved-name`` when ``name``, bound as ``what`` (``a variable``, ``a

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agentflow.compiler import type_names
 from agentflow.compiler import types as T
 from agentflow.compiler.api import check_file, check_source
 from agentflow.compiler.check_tests import is_step, named_steps
@@ -206,7 +207,7 @@ def step_completions(a: Analysis) -> list[Completion]:
             Completion(
                 name,
                 "variable",
-                f"{locate.spelt(a.result.env, step.type)} (stage {step.stage})",
+                f"{type_names.spelt(a.result.env, step.type)} (stage {step.stage})",
                 doc,
             )
         )
@@ -236,14 +237,14 @@ def stub_completions(a: Analysis, kind: str) -> list[Completion]:
         for step in named_steps(res.stages, res.expr_types):
             if step.name and step.name not in seen and isinstance(step.value, ast.AskExpr):
                 seen.add(step.name)
-                asked = locate.spelt(res.env, step.type)
+                asked = type_names.spelt(res.env, step.type)
                 out.append(Completion(step.name, "variable", f"{asked} (stage {step.stage})"))
     for stage in res.stages:
         name = stage.name.name
         if kind == "ask" and not any(isinstance(n, ast.AskExpr) for n in ast.walk(stage.body)):
             continue
         t = res.stage_types.get(name)
-        shown = locate.spelt(res.env, t) if t is not None else None
+        shown = type_names.spelt(res.env, t) if t is not None else None
         out.append(
             Completion(name, "stage", "every `ask` of this stage" if kind == "ask" else shown)
         )
@@ -263,7 +264,9 @@ def branch_completions(a: Analysis, name: str) -> list[Completion]:
             if b.key in seen or not effectful(b.value):
                 continue
             seen.add(b.key)
-            detail = f"{locate.spelt(a.result.env, a.result.type_of(b.value))} (branch of `{name}`)"
+            detail = (
+                f"{type_names.spelt(a.result.env, a.result.type_of(b.value))} (branch of `{name}`)"
+            )
             out.append(Completion(b.key, "field", detail))
     return out
 
@@ -388,7 +391,9 @@ def expr_completions(a: Analysis, offset: int) -> list[Completion]:
     """Names where an expression may start at ``offset``: ``input``, earlier stages, ``use``
     aliases, the ``let`` and loop variables in scope, tools and statement keywords."""
     res = a.result
-    out: list[Completion] = [Completion("input", "variable", locate.spelt(res.env, res.input_type))]
+    out: list[Completion] = [
+        Completion("input", "variable", type_names.spelt(res.env, res.input_type))
+    ]
     stage: ast.StageDecl | None = None
     for item in a.module.items:
         if isinstance(item, ast.StageDecl):
@@ -400,7 +405,7 @@ def expr_completions(a: Analysis, offset: int) -> list[Completion]:
                     Completion(
                         item.name.name,
                         "stage",
-                        locate.spelt(res.env, res.stage_types[item.name.name]),
+                        type_names.spelt(res.env, res.stage_types[item.name.name]),
                     )
                 )
     for alias, u in res.uses.items():
@@ -410,7 +415,7 @@ def expr_completions(a: Analysis, offset: int) -> list[Completion]:
         for n in ast.walk(stage.body):
             if isinstance(n, ast.LetStmt) and n.span.end <= offset and n.name.name not in seen:
                 seen.add(n.name.name)
-                shown = locate.spelt(res.env, T.widen(res.type_of(n.value)))
+                shown = type_names.spelt(res.env, T.widen(res.type_of(n.value)))
                 out.append(Completion(n.name.name, "variable", shown))
             elif isinstance(n, (ast.MapExpr, ast.FilterExpr, ast.ReduceExpr)) and (
                 n.span.start <= offset <= n.span.end
@@ -450,7 +455,7 @@ def _fields_of(t: T.Type, env: T.TypeEnv) -> list[Completion]:
         t = T.VERDICT_OBJECT
     if isinstance(t, T.ObjectType):
         for k, f in t.fields.items():
-            out.append(Completion(k, "field", locate.spelt(env, f.type), f.doc))
+            out.append(Completion(k, "field", type_names.spelt(env, f.type), f.doc))
     elif isinstance(t, (T.ListType, T.MapType)) or t == T.TEXT or t in (T.PATH, T.MEMBER):
         out.append(Completion("count", "property", "int"))
     elif isinstance(t, T.UseType) and t.kind == "team":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agentflow.compiler import type_names
 from agentflow.compiler import types as T
 from agentflow.compiler.check_types import written_type
 from agentflow.compiler.checker import Symbol, ToolSig
@@ -340,9 +341,9 @@ def let_symbol(a: Analysis, let: ast.LetStmt) -> Symbol | None:
 def type_text(a: Analysis, t: T.Type) -> str | None:
     """``t`` as a hover shows it — in the names the program wrote: a union or inline object that
     is the type of one ``type N = …`` of the document (declared or imported, under the name it
-    has here) is spelt ``N`` (:func:`alias_named`) — or None when the checker could not type it (an error
+    has here) is spelt ``N`` (:func:`~agentflow.compiler.type_names.spelt`) — or None when the checker could not type it (an error
     type anywhere in it: a hover never shows a placeholder)."""
-    return None if _has_error(t) else locate.spelt(a.result.env, t)
+    return None if _has_error(t) else type_names.spelt(a.result.env, t)
 
 
 def kind_label(sym: Symbol) -> str:

@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from agentflow.compiler import types as T
-from agentflow.compiler.check_errors import outcome_value_type
 from agentflow.compiler.checker import ToolSig
 from agentflow.core.spans import Span
 from agentflow.core.text import source_lines
@@ -339,68 +338,3 @@ def unique(spans: list[Span]) -> list[Span]:
             seen.add(span_key(s))
             out.append(s)
     return out
-
-
-def spelt(env: T.TypeEnv, t: T.Type) -> str:
-    """``t`` in the names the program wrote: each part that is the type of one alias of the
-    document (``type Sev = "a" | "b"``, declared or imported under the name it has here) is
-    spelt by that name (:func:`alias_named`), the rest as :func:`~agentflow.compiler.types.type_str`
-    spells it — for hover, completion and the outline."""
-    return T.type_str(alias_named(t, alias_keys(env)))
-
-
-def alias_keys(env: T.TypeEnv) -> list[tuple[str, object]]:
-    """``(name, key)`` of the document's aliases of a union (``type Sev = "low" | "high"``,
-    ``type Pet = Cat | Dog``) or of an inline object type (``type V = { ok: bool }``) — the
-    checker resolves an alias to that structure (:func:`_alias_key`); two names of one type are
-    left out (which one a value has cannot be told), and so is an alias of anything else
-    (``type Email = text``: every `text` is not an `Email`)."""
-    found: dict[object, list[str]] = {}
-    for name, t in env.aliases.items():
-        key = _alias_key(t)
-        if key is not None:
-            found.setdefault(key, []).append(name)
-    return [(names[0], key) for key, names in found.items() if len(names) == 1]
-
-
-def _alias_key(t: T.Type) -> object | None:
-    """What identifies ``t`` as the type of an alias: a union's members in any order, an inline
-    object type itself; None for another type."""
-    if isinstance(t, T.UnionType):
-        return frozenset(t.members)
-    if isinstance(t, T.ObjectType) and t.name is None and t.fields:
-        return t
-    return None
-
-
-def alias_named(t: T.Type, aliases: list[tuple[str, object]]) -> T.Type:
-    """``t`` with each part that is the type of one of ``aliases`` (:func:`_alias_key`)
-    replaced by a reference to its name, inside lists, optionals, maps, ranges, unions, inline
-    objects and ``Outcome<…>`` too."""
-    if not aliases:
-        return t
-    key = _alias_key(t)
-    if key is not None:
-        for name, k in aliases:
-            if k == key:
-                return T.NamedRef(name)
-    if isinstance(t, T.UnionType):
-        return T.UnionType(tuple(alias_named(m, aliases) for m in t.members))
-    if isinstance(t, T.ListType):
-        return T.ListType(alias_named(t.elem, aliases))
-    if isinstance(t, T.OptionalType):
-        return T.OptionalType(alias_named(t.inner, aliases))
-    if isinstance(t, T.MapType):
-        return T.MapType(alias_named(t.value, aliases))
-    if isinstance(t, T.RangeType):
-        return T.RangeType(alias_named(t.elem, aliases))
-    value = outcome_value_type(t)
-    if value is not None:  # `Outcome<Level>`: the name holds its value type, spelt
-        return T.NamedRef(f"Outcome<{T.type_str(alias_named(value, aliases))}>")
-    if isinstance(t, T.ObjectType) and t.name is None:
-        fields = {
-            k: T.Field(alias_named(f.type, aliases), f.optional, f.constraints, f.doc, f.span)
-            for k, f in t.fields.items()
-        }
-        return T.ObjectType(fields, None, t.doc)
-    return t

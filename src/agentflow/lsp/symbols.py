@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from agentflow.compiler import type_names
 from agentflow.compiler import types as T
 from agentflow.core.spans import Span
 from agentflow.grammar import ast
@@ -90,7 +91,7 @@ def symbols(a: Analysis) -> list[DocSymbol]:
                 "stage",
                 item.span,
                 item.name.span,
-                locate.spelt(res.env, st) if st else None,
+                type_names.spelt(res.env, st) if st else None,
             )
             for s in item.body.stmts:
                 if isinstance(s, ast.LetStmt):
@@ -100,7 +101,7 @@ def symbols(a: Analysis) -> list[DocSymbol]:
                             "let",
                             s.span,
                             s.name.span,
-                            locate.spelt(res.env, T.widen(res.type_of(s.value))),
+                            type_names.spelt(res.env, T.widen(res.type_of(s.value))),
                         )
                     )
             out.append(ds)
