@@ -270,6 +270,7 @@ RUNTIME_RANKS: dict[str, tuple[str, int]] = {
     "provider_options": ("config", 1),  # [providers.NAME] rules by kind, header ${VAR}s
     "config_errors": ("config", 1),  # flow.toml's errors in its terms: places, messages
     "config_check": ("config", 1),  # flowc check of flow.toml: load errors as diagnostics
+    "model_needs": ("config", 1),  # what a plan needs of the models; the shared no-model refusal
     "models": ("models", 2),
     "result": ("models", 2),  # RunResult and usage records (model usage and run results)
     "tools": ("tools", 3),

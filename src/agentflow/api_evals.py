@@ -39,10 +39,9 @@ from agentflow.runtime.config import (
     Config,
     load_config,
     missing_key_message,
-    plan_model_refusal,
-    plan_needs_model,
 )
 from agentflow.runtime.interrupt import run as run_loop
+from agentflow.runtime.model_needs import plan_model_refusal, plan_needs_model
 from agentflow.runtime.telemetry_settings import TelemetrySettings, settings_for
 
 __all__ = [

@@ -42,9 +42,6 @@ from agentflow.runtime import interrupt
 from agentflow.runtime.config import (
     Config,
     missing_key_message,
-    plan_model_refusal,
-    plan_model_users,
-    plan_needs_model,
 )
 from agentflow.runtime.config import load_config as read_config
 from agentflow.runtime.context import RunContext
@@ -52,6 +49,7 @@ from agentflow.runtime.events import CallbackSink, ConsoleSink, Event, JsonlSink
 from agentflow.runtime.executor import run_plan, validate_input
 from agentflow.runtime.extract import NonJsonNumber, json_kind, json_value_problem, loads_value
 from agentflow.runtime.hooks import Hooks, answering, default_interlocutor
+from agentflow.runtime.model_needs import plan_model_refusal, plan_model_users, plan_needs_model
 from agentflow.runtime.models.cassette import ReplayRouter, recording_router
 from agentflow.runtime.models.router import ModelRouter, test_router
 from agentflow.runtime.models.test_model import parse_model_option

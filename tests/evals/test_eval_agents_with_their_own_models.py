@@ -1,4 +1,4 @@
-"""`flowc eval` asks for a model as `flowc run` does (api_run.plan_model_refusal): every agent
+"""`flowc eval` asks for a model as `flowc run` does (model_needs.plan_model_refusal): every agent
 the flow uses naming its own `[agents.NAME] model` is enough without `[models] default` or
 `chat`; an agent with none is named in the refusal, and a `judge` scorer still needs the
 `chat` model (docs/reference/configuration.md "Environment variables")."""

@@ -157,7 +157,8 @@ class DrawSource(Source):
 
 
 #: a scope key (never a type, so no variable is drawn from it) set once a guard may have
-#: narrowed `input.o`: the rest of the block and what nests in it compare no `input.o == null`
+#: narrowed `input.o` (an `if` whose branches leave — `fail`, `return` — or a `require` on it):
+#: the rest of the block and what nests in it compare no `input.o == null`
 NARROWED_O = "#narrowed input.o"
 
 
@@ -1336,6 +1337,8 @@ class Gen:
             elif shape == "if":
                 lines += [f"{indent}if {cond.src} {{", *then_lines, f"{indent}}}"]
                 self.tag("if")
+                if "input.o" in cond.src:  # its branch returns: a guard as `fail` is
+                    scope[NARROWED_O] = NARROWED_O
                 steps.append(("if", cond.fn, fthen))
             elif shape == "if-else":
                 else_lines, felse = self.stmts(scope, ret, depth - 1, indent + "  ", top=False)
@@ -1354,6 +1357,8 @@ class Gen:
                 ]
                 lines += [*else_lines, f"{indent}}}"]
                 self.tag("else-if")
+                if "input.o" in cond.src or "input.o" in c2.src:  # both branches return
+                    scope[NARROWED_O] = NARROWED_O
                 steps.append(("if", cond.fn, fthen))
                 steps.append(("if", c2.fn, felse))
         if self.flip(0.5) and depth > 0:

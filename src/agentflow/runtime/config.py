@@ -48,7 +48,6 @@ from agentflow.core.config_file import find_config as find_config
 from agentflow.core.redaction import register_secret, register_url
 from agentflow.core.vocabulary import duration_ms
 from agentflow.errors import ConfigError
-from agentflow.ir.models import Plan, Step
 from agentflow.runtime.config_errors import format_validation, key_location, strip_file
 from agentflow.runtime.provider_options import (
     AZURE_KINDS,
@@ -885,104 +884,6 @@ def missing_key_message(config: Config, roles: tuple[str, ...] = ("chat",)) -> s
                     "or run with --replay CASSETTE to answer model requests from a recording"
                 )
     return None
-
-
-_MODEL_STEPS = {"agent"}
-
-
-def plan_needs_model(plan: Plan) -> bool:
-    """True when running ``plan`` may call a model: an agent step, an ``infer`` gate, a verify
-    judge or a solver finish, at any depth (sub-plans included)."""
-
-    def visit(value: Any) -> bool:
-        if isinstance(value, Step):
-            if value.tool_name in _MODEL_STEPS:
-                return True
-            return visit(value.input)
-        if isinstance(value, dict):
-            if "infer" in value or "judges" in value:
-                return True
-            return any(visit(v) for v in value.values())
-        if isinstance(value, list):
-            return any(visit(v) for v in value)
-        return False
-
-    if plan.finish is not None and plan.finish.mode == "solver":
-        return True
-    if any(visit(s) for s in plan.steps):
-        return True
-    return any(plan_needs_model(p) for p in (plan.plans or {}).values())
-
-
-def plan_model_users(plan: Plan) -> tuple[list[str], bool]:
-    """Who in ``plan`` (sub-plans included) calls a model: the names of the agents its agent
-    steps use (``use agent "NAME"``, whose ``[agents.NAME] model`` may name their own), sorted,
-    and whether anything else does (an agent step of a team, an ``infer`` gate, a verify judge,
-    a solver finish: the configured ``chat`` model or ``default``)."""
-    found: set[str] = set()
-    other = plan.finish is not None and plan.finish.mode == "solver"
-
-    def visit(value: Any) -> None:
-        nonlocal other
-        if isinstance(value, Step):
-            if value.tool_name in _MODEL_STEPS:
-                target = value.input.get("agent") if isinstance(value.input, dict) else None
-                name = target.get("name") if isinstance(target, dict) else None
-                alias = isinstance(target, dict) and target.get("kind") == "alias"
-                if alias and isinstance(name, str):
-                    found.add(name)
-                else:
-                    other = True
-            visit(value.input)
-        elif isinstance(value, dict):
-            other = other or "infer" in value or "judges" in value
-            for v in value.values():
-                visit(v)
-        elif isinstance(value, list):
-            for v in value:
-                visit(v)
-
-    for step in plan.steps:
-        visit(step)
-    for sub in (plan.plans or {}).values():
-        names, others = plan_model_users(sub)
-        found.update(names)
-        other = other or others
-    return sorted(found), other
-
-
-def plan_model_refusal(config: Config, plan: Plan, *, judged: bool = False) -> str | None:
-    """Why ``plan`` cannot run on ``config`` for want of a model, or None: ``flowc run`` and
-    ``flowc eval`` both refuse only when neither ``[models] default`` nor ``chat`` is set and
-    an agent the flow uses has no ``[agents.NAME] model`` of its own, or something else calls a
-    model (a team, an ``infer`` gate, a verify judge, a solver finish; ``judged``: an eval's
-    ``judge`` scorer) — every agent naming its own model is enough
-    (docs/reference/configuration.md "Environment variables"). The message is :func:`no_model_message`'s."""
-    if config.has_model():
-        return None
-    agents, other = plan_model_users(plan)
-    bare = [n for n in agents if n not in config.agents or not config.agents[n].model]
-    if not (bare or other or judged):  # every agent named its own: enough
-        return None
-    return no_model_message(config, agents=[] if judged else bare)
-
-
-def model_problem(
-    config: Config, roles: tuple[str, ...] = ("chat",), plan: Plan | None = None
-) -> str | None:
-    """Why the configured models of ``roles`` cannot be called from this environment — none
-    configured (:func:`no_model_message`) or an API key unset or unusable
-    (:func:`missing_key_message`) — else None; with ``plan``, none configured is
-    :func:`plan_model_refusal`'s rule (every agent naming its own model is enough).  What ``flowc run`` refuses a plan that needs a
-    model with, before its first step; ``flowc resume`` refuses the same before it takes the run
-    up (runtime/durable/spec.py, docs/durable.md "Resume")."""
-    if plan is not None:
-        refused = plan_model_refusal(config, plan)
-        if refused is not None:
-            return refused
-    elif not config.has_model():
-        return no_model_message(config)
-    return missing_key_message(config, roles)
 
 
 def no_model_message(

@@ -17,7 +17,7 @@ from agentflow.core.redaction import SECRETS
 from agentflow.core.vocabulary import Code
 from agentflow.errors import ConfigError, InputError, RunError
 from agentflow.ir.models import Step
-from agentflow.runtime.config import load_config, model_problem, plan_needs_model
+from agentflow.runtime.config import load_config
 from agentflow.runtime.context import RunContext
 from agentflow.runtime.durable.asking import recorded_plans, run_ask
 from agentflow.runtime.durable.records import (
@@ -26,6 +26,7 @@ from agentflow.runtime.durable.records import (
     start_lost_secret,
 )
 from agentflow.runtime.executor import run_plan
+from agentflow.runtime.model_needs import model_problem, plan_needs_model
 from agentflow.runtime.models.cassette import ReplayRouter
 from agentflow.runtime.models.router import ModelRouter, test_router
 from agentflow.runtime.models.test_model import parse_model_option
