@@ -242,6 +242,9 @@ class RunError(FlowError):
 
     #: whether any code is accepted (an ``exit`` step's ``code`` is the user's)
     user_code = False
+    #: whether the message quotes expressions of the step as compiled (a control step's
+    #: computed bound or limit), which runtime/where.py says in the `.flow`'s terms
+    quotes_source = False
 
     def __init__(
         self,

@@ -276,12 +276,10 @@ async def _map(call: ControlCall) -> Any:
         conc = int(conc)
     if not isinstance(conc, int) or isinstance(conc, bool) or not 1 <= conc <= MAX_CONCURRENCY:
         # a computed `limit` is checked here as the compiler checks a constant one
-        raise RunError(
-            Code.VALIDATION,
+        raise _written_bound(
             f"{_limit_field(call, 'parallel map')} must be an integer from 1 to "
             f"{MAX_CONCURRENCY}, got " + json.dumps(to_json_value(conc), ensure_ascii=False),
-            call.path,
-            call.source,
+            call,
         )
     results: list[Any] = [None] * len(items)
     failed: set[int] = set()
@@ -522,6 +520,15 @@ async def _reduce(call: ControlCall) -> Any:
 _WHOLE_TEMPLATE = re.compile(r"\{\{\s*([^{}]+?)\s*\}\}")
 
 
+def _written_bound(message: str, call: ControlCall) -> RunError:
+    """The ``validation`` error of a computed `limit` or loop bound out of range: its message
+    quotes the expression as compiled (``input.env.input.k`` inside an `if` branch), which the
+    executor says in the `.flow`'s terms (``input.k``: runtime/where.py ``in_source_terms``)."""
+    error = RunError(Code.VALIDATION, message, call.path, call.source)
+    error.quotes_source = bool(call.source)
+    return error
+
+
 def _limit_field(call: ControlCall, construct: str) -> str:
     """A computed ``concurrency`` that is out of range, named for its message: in the
     `.flow`'s terms when it was compiled from one — the `limit` as written, quoted first so the
@@ -555,12 +562,10 @@ async def _loop(call: ControlCall) -> Any:
         written = _WHOLE_TEMPLATE.fullmatch(raw.strip()) if isinstance(raw, str) else None
         if call.source and written is not None:
             field = f"the loop bound `{written.group(1)}`"
-        raise RunError(
-            Code.VALIDATION,
+        raise _written_bound(
             f"{field} must be an integer from 0 to {MAX_LOOP_ROUNDS}, got "
             + json.dumps(to_json_value(bound), ensure_ascii=False),
-            call.path,
-            call.source,
+            call,
         )
     state = call.render("initial")
     body = call.body("do")
@@ -605,12 +610,10 @@ async def _parallel(call: ControlCall) -> Any:
         conc = int(conc)
     if not isinstance(conc, int) or isinstance(conc, bool) or not 1 <= conc <= MAX_CONCURRENCY:
         if "concurrency" in call.input:  # a computed `limit`, checked as the compiler checks one
-            raise RunError(
-                Code.VALIDATION,
+            raise _written_bound(
                 f"{_limit_field(call, 'parallel')} must be an integer from 1 to "
                 f"{MAX_CONCURRENCY}, got " + json.dumps(to_json_value(conc), ensure_ascii=False),
-                call.path,
-                call.source,
+                call,
             )
     call.announce({"branches": list(branches), "concurrency": conc})
     sem = asyncio.Semaphore(int(conc))

@@ -221,6 +221,8 @@ def quotes_expressions(error: Any) -> bool:
     code = getattr(error, "code", None)
     if code not in SOURCE_TERMS_CODES:
         return False
+    if getattr(error, "quotes_source", False):  # a control step's bound or limit, as compiled
+        return True
     return code != Code.VALIDATION or isinstance(error, ExprError)
 
 
