@@ -71,7 +71,7 @@ def _project(tmp_path: Path, chat_server) -> tuple[Path, dict[str, str]]:
 
 
 #: the fields of `runs show --json` that hold times (the run's own, not the example's)
-TIMES = {"created_at", "updated_at", "started_at", "finished_at"}
+TIMES = {"created_at", "updated_at", "started_at", "finished_at", "duration_ms"}
 CLI_REFERENCE = REPO / "docs" / "reference" / "cli.md"
 
 
