@@ -75,6 +75,8 @@ def completions(a: Analysis, offset: int, text: str | None = None) -> list[Compl
     try:
         toks = [t for t in lex(before) if t.type not in COMMENTS]
     except SynErr:
+        if locate.code_start(text, wstart):  # inside a string's `${…}`: an expression
+            return expr_completions(names_analysis(a, text, wstart), wstart)
         return []  # inside a string or comment
     if _inside_comment(text, wstart):
         return []
