@@ -107,9 +107,10 @@ def test_completion_inside_an_interpolation_offers_the_names_in_scope(editor, ty
     assert "who" in labels and "input" in labels and "tag" in labels
 
 
-def test_completion_after_a_dot_inside_an_interpolation_offers_the_fields(editor):
+@pytest.mark.parametrize("typed", ["${input.}", "${input.", "${ {a: input}.a."])
+def test_completion_after_a_dot_inside_an_interpolation_offers_the_fields(editor, typed):
     c, uri = editor
-    text = SOURCE.replace("${who}", "${input.}")
-    got = ask(c, uri, "textDocument/completion", text, text.index("${input.") + len("${input."))
+    text = SOURCE.replace("${who}", typed)
+    got = ask(c, uri, "textDocument/completion", text, text.index(typed) + len(typed.rstrip("}")))
     items = got["items"] if isinstance(got, dict) else got
     assert [i["label"] for i in items] == ["name"]

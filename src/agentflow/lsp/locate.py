@@ -350,6 +350,24 @@ def code_start(text: str, offset: int) -> int | None:
     interpolation that its unmatched ``}`` closes, strings nested in it. Text need not be
     complete: an unterminated string or interpolation is simply still open at ``offset``; a
     one-line string that meets a line break ends there (the scanner's error, not ours)."""
+    stack = _frames(text, offset)
+    if stack is None or stack[-1][0] != "code":
+        return None
+    return int(stack[-1][1])
+
+
+def closers(text: str, offset: int) -> str:
+    """What closes the interpolations and strings open at ``offset`` of ``text``, innermost
+    first (``"hi ${input.`` → ``}"``); empty outside strings or in a comment."""
+    stack = _frames(text, offset) or []
+    shut = {"str": '"', "str3": '"""'}
+    return "".join("}" * (f[2] + 1) if f[0] == "code" else shut[f[0]] for f in reversed(stack[1:]))
+
+
+def _frames(text: str, offset: int) -> list[list[Any]] | None:
+    """The strings and interpolations open at ``offset`` of ``text`` (see :func:`code_start`),
+    outermost first, each ``[mode, start, open braces]`` (mode ``code``, ``str`` or ``str3``);
+    None in a comment."""
     # frames: [mode ("code", "str", "str3"), where its code starts, open `{` in it]
     stack: list[list[Any]] = [["code", 0, 0]]
     i = 0
@@ -397,5 +415,4 @@ def code_start(text: str, offset: int) -> int | None:
             i += 2
         else:
             i += 1
-    top = stack[-1]
-    return int(top[1]) if top[0] == "code" else None
+    return stack
