@@ -16,6 +16,7 @@ from agentflow.compiler import type_names
 from agentflow.compiler import types as T
 from agentflow.compiler.api import check_file, check_source
 from agentflow.compiler.check_tests import is_step, named_steps
+from agentflow.compiler.checker import CheckResult
 from agentflow.compiler.lower_parallel import effectful
 from agentflow.core.functions import FUNCTIONS
 from agentflow.core.vocabulary import (
@@ -75,6 +76,8 @@ def completions(a: Analysis, offset: int, text: str | None = None) -> list[Compl
     try:
         toks = [t for t in lex(before) if t.type not in COMMENTS]
     except SynErr:
+        if locate.code_start(text, wstart):  # inside a string's `${…}`: an expression
+            return expr_completions(names_analysis(a, text, wstart), wstart)
         return []  # inside a string or comment
     if _inside_comment(text, wstart):
         return []
@@ -288,12 +291,30 @@ def names_analysis(a: Analysis, text: str, offset: int) -> Analysis:
 
 def member_completions(a: Analysis, text: str, dot: int, offset: int) -> list[Completion]:
     """Fields after the ``.`` at ``dot``: the text is re-checked with ``.partial`` blanked out
-    and the expression that ends at the dot is typed."""
-    # blank out `.partial` and re-check, then type the expression that ended at the dot
-
+    and the expression that ends at the dot is typed. In a string's ``${…}`` still open
+    (``"hi ${input.``), a second try closes the interpolation and its strings there and drops
+    the rest of the line."""
     m = re.compile(r"[A-Za-z0-9_]*").match(text, offset)
     end = m.end() if m else offset
-    patched = text[:dot] + " " * (end - dot) + text[end:]
+    found = _typed_at(a, text[:dot] + " " * (end - dot) + text[end:], dot)
+    close = locate.closers(text, dot)
+    if found is None and close:
+        le = text.find("\n", end)
+        found = _typed_at(a, text[:dot] + " " + close + (text[le:] if le >= 0 else ""), dot)
+    if found is None:
+        return []
+    best, patched_result = found
+    t = patched_result.type_of(best)
+    env = patched_result.env
+    if isinstance(best, ast.Projection) and best.path is None:
+        lt = env.resolve(t)
+        if isinstance(lt, T.ListType):
+            t = lt.elem
+    return _fields_of(t, env)
+
+
+def _typed_at(a: Analysis, patched: str, dot: int) -> tuple[ast.Expr, CheckResult] | None:
+    """The outermost expression of ``patched`` (checked) that ends at ``dot``, with the check."""
     patched_result = check_source(patched, a.module.file)
     best: ast.Expr | None = None
     for n in ast.walk(patched_result.module):
@@ -314,15 +335,7 @@ def member_completions(a: Analysis, text: str, dot: int, offset: int) -> list[Co
         ):
             if best is None or n.span.start < best.span.start:
                 best = n
-    if best is None:
-        return []
-    t = patched_result.type_of(best)
-    env = patched_result.env
-    if isinstance(best, ast.Projection) and best.path is None:
-        lt = env.resolve(t)
-        if isinstance(lt, T.ListType):
-            t = lt.elem
-    return _fields_of(t, env)
+    return None if best is None else (best, patched_result)
 
 
 def _import_braces(code: list[Any]) -> bool:

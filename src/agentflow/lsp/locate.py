@@ -338,3 +338,81 @@ def unique(spans: list[Span]) -> list[Span]:
             seen.add(span_key(s))
             out.append(s)
     return out
+
+
+def code_start(text: str, offset: int) -> int | None:
+    """Where the code that ``offset`` of ``text`` is in begins: 0 outside any string, just
+    past the ``${`` of the innermost interpolation (``"${f(1, "x", |`` → the ``f``) the
+    offset is in, or None in a string's own text or a comment.
+
+    Strings are followed with a mode stack like the scanner's (docs/reference/expressions.md,
+    string interpolation): ``"…"`` and ``\"\"\"…\"\"\"``, ``\\`` escapes, ``${`` opening an
+    interpolation that its unmatched ``}`` closes, strings nested in it. Text need not be
+    complete: an unterminated string or interpolation is simply still open at ``offset``; a
+    one-line string that meets a line break ends there (the scanner's error, not ours)."""
+    stack = _frames(text, offset)
+    if stack is None or stack[-1][0] != "code":
+        return None
+    return int(stack[-1][1])
+
+
+def closers(text: str, offset: int) -> str:
+    """What closes the interpolations and strings open at ``offset`` of ``text``, innermost
+    first (``"hi ${input.`` → ``}"``); empty outside strings or in a comment."""
+    stack = _frames(text, offset) or []
+    shut = {"str": '"', "str3": '"""'}
+    return "".join("}" * (f[2] + 1) if f[0] == "code" else shut[f[0]] for f in reversed(stack[1:]))
+
+
+def _frames(text: str, offset: int) -> list[list[Any]] | None:
+    """The strings and interpolations open at ``offset`` of ``text`` (see :func:`code_start`),
+    outermost first, each ``[mode, start, open braces]`` (mode ``code``, ``str`` or ``str3``);
+    None in a comment."""
+    # frames: [mode ("code", "str", "str3"), where its code starts, open `{` in it]
+    stack: list[list[Any]] = [["code", 0, 0]]
+    i = 0
+    while i < offset:
+        top = stack[-1]
+        c = text[i]
+        if top[0] == "code":
+            if text.startswith("//", i, offset):
+                j = text.find("\n", i)
+                if j < 0 or j >= offset:
+                    return None
+                i = j
+            elif text.startswith("/*", i, offset):
+                j = text.find("*/", i + 2)
+                if j < 0 or j + 2 > offset:
+                    return None
+                i = j + 2
+            elif text.startswith('"""', i, offset):
+                stack.append(["str3", i, 0])
+                i += 3
+            elif c == '"':
+                stack.append(["str", i, 0])
+                i += 1
+            else:
+                if c == "{":
+                    top[2] += 1
+                elif c == "}":
+                    if top[2] == 0 and len(stack) > 1:
+                        stack.pop()  # the interpolation's own `}`: back in its string
+                    else:
+                        top[2] = max(0, top[2] - 1)
+                i += 1
+        elif c == "\\":
+            i += 2
+        elif top[0] == "str3" and text.startswith('"""', i, offset):
+            stack.pop()
+            i += 3
+            while i < offset and text[i] == '"':
+                i += 1
+        elif top[0] == "str" and c in '"\n':
+            stack.pop()
+            i += 1
+        elif text.startswith("${", i, offset):
+            stack.append(["code", i + 2, 0])
+            i += 2
+        else:
+            i += 1
+    return stack

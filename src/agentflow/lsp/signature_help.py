@@ -3,9 +3,10 @@ the signature of what is called — a user function (``fn``), a library function
 (docs/reference/functions.md) or a tool — with the parameter being written highlighted.
 
 The call is found from the scanner's tokens before the cursor, not from the tree: a call being
-typed (``rank(input.``) does not parse. The innermost open ``(`` right after a name is the call;
-the commas at its level count the arguments written, and ``name:`` in the current one (a tool's
-named argument) names the parameter."""
+typed (``rank(input.``) does not parse. Inside a string's ``${…}`` only the interpolation's code
+is lexed (the string around it is unterminated before the cursor). The innermost open ``(``
+right after a name is the call; the commas at its level count the arguments written, and
+``name:`` in the current one (a tool's named argument) names the parameter."""
 
 from __future__ import annotations
 
@@ -40,9 +41,14 @@ class SignatureHint:
 
 def signature_help(a: Analysis, text: str, offset: int) -> SignatureHint | None:
     """The signature of the call whose arguments ``offset`` of ``text`` is in, or None (not in
-    a call's parentheses, an unknown callee, the cursor in an unterminated string)."""
+    a call's parentheses, an unknown callee, the cursor in a string's text or a comment).
+    Inside a string's ``${…}`` the call is looked for in the interpolation's own code
+    (:func:`.locate.code_start`), strings nested in its arguments included."""
+    start = locate.code_start(text, offset)
+    if start is None:
+        return None
     try:
-        toks = [t for t in lex(text[:offset]) if t.type not in _TRIVIA]
+        toks = [t for t in lex(text[:offset], pos=start) if t.type not in _TRIVIA]
     except SynErr:
         return None
     found = _open_call(toks)
