@@ -68,3 +68,18 @@ def test_a_construct_word_never_bound_keeps_the_plain_syntax_error(parse):
     [(code, line, column, message, _notes)] = _found(parse, src)
     assert (code, line, column) == ("syntax-error", 2, 17)
     assert message == "expected an expression, found `+`"
+
+
+@_PARSERS
+def test_a_binding_in_another_stage_leaves_the_syntax_error_where_it_is(parse):
+    src = (
+        "stage a -> int {\n  let parallel = 1\n  return 1\n}\n"
+        "stage b -> int {\n  return parallel + 1\n}\n"
+    )
+    assert [(code, line) for code, line, *_ in _found(parse, src)] == [("syntax-error", 6)]
+
+
+@_PARSERS
+def test_an_object_key_is_no_binding(parse):
+    src = "stage b -> int {\n  let o = { a: 1, filter: 2 }\n  return filter + 1\n}\n"
+    assert [(code, line) for code, line, *_ in _found(parse, src)] == [("syntax-error", 3)]

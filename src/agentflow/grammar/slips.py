@@ -226,26 +226,39 @@ def _reserved_as_name(tok: Tok, expected: set[str], values: list[Any]) -> Slip |
     )
 
 
-def _binding_of(word: str, sc: Scanner, use: Tok) -> tuple[Span, str] | None:
-    """Where ``word`` is last bound as a name before the token ``use`` (``let word =``, a
-    parameter ``word: T``, ``as word`` / ``as x, word``, ``use agent "…" as word``) and what it
-    names there (``a variable``, ``a parameter``, ``an agent alias``), or None."""
+#: the start of an item whose body binds names (``let``, a parameter, a ``map`` item)
+_ITEM_START = re.compile(r"^(?:stage|fn|test|eval|flow)\b", re.M)
+
+
+def _binding_of(word: str, sc: Scanner, use: Tok, called: bool) -> tuple[Span, str] | None:
+    """Where ``word`` is last bound as a name before the token ``use``, and what it names
+    there: in the item ``use`` is in, ``let word =`` / ``let word:`` and ``as word`` /
+    ``as x, word`` (``a variable``) or a parameter of ``fn f(word: T)`` (``a parameter``);
+    anywhere before, when ``use`` is called (``agent(word)``), ``use agent "…" as word``
+    (``an agent alias``). None when it is bound nowhere so."""
     before = use.start - sc.ob
+    text = sc.text
+    starts = [m.start() for m in _ITEM_START.finditer(text, 0, before)]
+    item = starts[-1] if starts else 0
     w = re.escape(word)
-    found = None
-    for m in re.finditer(
-        rf"\blet\s+({w})\s*[=:]|[(,]\s*({w})\s*:|(\buse\s+agent\s+\"[^\"\n]*\"\s+)?"
-        rf"\bas\s+(?:\w+\s*,\s*)?({w})\b",
-        sc.text[:before],
-    ):
-        found = m
-    if found is None:
+    found: list[tuple[int, int, str]] = []
+    for m in re.finditer(rf"\blet\s+({w})\s*[=:]|\bas\s+(?:\w+\s*,\s*)?({w})\b", text[:before]):
+        g = 1 if m.group(1) is not None else 2
+        if m.start() >= item:
+            found.append((m.start(g), m.end(g), "a variable"))
+    head = re.compile(r"\bfn\s+\w+\s*\(([^()]*)\)").match(text, item)
+    if head is not None:
+        for m in re.finditer(rf"(?:^|,)\s*({w})\s*:", head.group(1)):
+            found.append((head.start(1) + m.start(1), head.start(1) + m.end(1), "a parameter"))
+    if called:
+        for m in re.finditer(rf"\buse\s+(?:agent|team)\s+\"[^\"\n]*\"\s+as\s+({w})\b", text):
+            if m.end() <= before:
+                found.append((m.start(1), m.end(1), "an agent alias"))
+    if not found:
         return None
-    g = next(i for i in (1, 2, 4) if found.group(i) is not None)
-    what = "a parameter" if g == 2 else "an agent alias" if found.group(3) else "a variable"
-    i, j = found.start(g), found.end(g)
-    ls = sc.text.rfind("\n", 0, i) + 1
-    return sc.span_at(i, j, use.line - sc.text.count("\n", i, before), ls), what
+    i, j, what = max(found)
+    ls = text.rfind("\n", 0, i) + 1
+    return sc.span_at(i, j, use.line - text.count("\n", i, before), ls), what
 
 
 def bound_keyword(
@@ -263,7 +276,8 @@ def bound_keyword(
         return None
     if word in RESERVED_WORDS or word not in EXPRESSION_WORDS:
         return None  # a reserved word is refused where it is bound (`_reserved_as_name`)
-    bound = _binding_of(word, sc, values[-1])
+    called = len(values) >= 2 and _type(values[-2]) in ("LPAR", "LPAR_NL")
+    bound = _binding_of(word, sc, values[-1], called)
     if bound is None:
         return None
     return SynErr(
