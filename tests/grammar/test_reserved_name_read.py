@@ -83,3 +83,11 @@ def test_a_binding_in_another_stage_leaves_the_syntax_error_where_it_is(parse):
 def test_an_object_key_is_no_binding(parse):
     src = "stage b -> int {\n  let o = { a: 1, filter: 2 }\n  return filter + 1\n}\n"
     assert [(code, line) for code, line, *_ in _found(parse, src)] == [("syntax-error", 3)]
+
+
+@_PARSERS
+def test_a_block_left_open_before_the_read_keeps_the_reserved_name(parse):
+    src = "stage s -> int {\n  let filter = 1\n  if true {\n    let q = 1\n  return filter + 1\n}\n"
+    [(code, line, column, _message, notes)] = _found(parse, src)
+    assert (code, line, column) == ("reserved-name", 2, 7)
+    assert notes == ["the parser stopped here: expected an expression, found `+`"]
