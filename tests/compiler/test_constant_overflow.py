@@ -15,6 +15,8 @@ from agentflow.runtime.expressions import evaluate
 
 INT_RANGE = "the result is outside the range of `int` (-9223372036854775808 to 9223372036854775807)"
 HUGE = " * ".join([f"{'9' * 90}.0"] * 4)
+#: 9223372036854775807.0 ** 17 passes the largest float: the 17th `*` overflows
+CHAIN = " * ".join(["9223372036854775807.0"] * 19)
 
 
 def _diags(expr: str) -> list[tuple[str, str, int]]:
@@ -32,13 +34,27 @@ def _diags(expr: str) -> list[tuple[str, str, int]]:
         ("(-9223372036854775807 - 1) / -1", "(-9223372036854775807 - 1) / -1", INT_RANGE, 11),
         # the innermost operation that overflows, once
         ("(9223372036854775807 + 1) * 2", "9223372036854775807 + 1", INT_RANGE, 11),
-        (HUGE, "1e+90 * 1e+90 * 1e+90 * 1e+90", "the result is too large for a JSON number", 10),
+        # quoted as written, the chain before the overflowing operation cut to `…`
+        (HUGE, f"… * {'9' * 90}.0", "the result is too large for a JSON number", 10),
+        (CHAIN, "… * 9223372036854775807.0", "the result is too large for a JSON number", 10),
     ],
 )
 def test_constant_arithmetic_past_the_range_is_reported_at_check_time(expr, shown, why, column):
     assert _diags(expr) == [
         ("constant-overflow", f"`{shown}` always fails at run time: {why}", column)
     ]
+
+
+def test_a_float_overflow_quotes_the_literals_as_written_not_as_python_prints_them():
+    [(code, message, _column)] = _diags(f"1.0 + {HUGE}")
+    assert code == "constant-overflow"
+    assert message.startswith(f"`… * {'9' * 90}.0` always fails")
+    assert "e+" not in message
+
+
+def test_a_float_overflow_in_a_chain_is_reported_once_without_the_whole_chain():
+    [(_code, message, _column)] = _diags(CHAIN)
+    assert message.count("9223372036854775807.0") == 1
 
 
 @pytest.mark.parametrize(

@@ -54,3 +54,14 @@ def test_a_library_function_name_close_to_a_variable_is_still_a_misspelling(tmp_
 
 def test_a_variable_of_a_function_s_name_is_its_value(tmp_path):
     assert _errors(tmp_path, 'stage s -> text {\n  let upper = "a"\n  return upper\n}\n') == []
+
+
+def test_a_let_refused_as_a_function_is_not_also_not_callable_when_called(tmp_path):
+    # one mistake, one diagnostic: `f("a")` after `let f = upper` is not also `not-callable`
+    found = _errors(tmp_path, 'stage s -> text {\n  let f = upper\n  return f("a")\n}\n')
+    assert [(d.code, d.span.line) for d in found] == [("function-as-value", 2)]
+
+
+def test_a_variable_with_a_value_called_is_still_not_callable(tmp_path):
+    found = _errors(tmp_path, 'stage s -> text {\n  let f = 1\n  return f("a")\n}\n')
+    assert [(d.code, d.span.line) for d in found] == [("not-callable", 3)]

@@ -92,3 +92,11 @@ def test_contextual_keywords_that_are_read_back_stay_names_and_fields_take_every
         "  return { parallel: input.parallel, map: input.map, if: task }\n}\n"
     )
     assert _found(src) == []
+
+
+def test_an_agent_alias_named_with_such_a_word_is_a_reserved_name_not_unused():
+    [(code, message, line, column, hint)] = _found(
+        'use agent "w" as verify\nstage s -> int { return 1 }\n'
+    )
+    assert (code, line, column, hint) == ("reserved-name", 1, 18, _hint("verify"))
+    assert "an agent alias of that name could never be read" in message

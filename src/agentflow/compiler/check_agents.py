@@ -156,11 +156,13 @@ class AgentChecks(CheckerShared):
                 if sym is not None:
                     self.refs[id(callee)] = sym
                     self.types[id(callee)] = sym.type
-                    self.report(
-                        D.NOT_CALLABLE,
-                        f"`{callee.name}` is not a tool and cannot be called",
-                        callee.span,
-                    )
+                    if not isinstance(sym.type, ErrorType):
+                        # (a name whose value was refused, `let f = upper`, was told there)
+                        self.report(
+                            D.NOT_CALLABLE,
+                            f"`{callee.name}` is not a tool and cannot be called",
+                            callee.span,
+                        )
                 elif callee.name not in self.error_names and not self.not_a_function_call(e):
                     self.report(
                         D.UNKNOWN_TOOL,

@@ -411,7 +411,8 @@ class DeclarationChecks(CheckerShared):
         """``unused-alias``: a ``use agent`` / ``use team`` alias no agent call names (a stub
         of it is already ``unknown-stub-target``; another file cannot import it). Not reported
         in a file with a syntax error (the call may be in the item that failed), nor for a
-        name that starts with ``_``."""
+        name that starts with ``_``; an alias named with a word of the language
+        (``use agent "w" as verify``) is ``reserved-name`` instead: no call of it parses."""
         if any(isinstance(i, ast.ErrorItem) for i in self.module.items) or any(
             d.code == D.SYNTAX_ERROR for d in self.diags
         ):
@@ -426,6 +427,8 @@ class DeclarationChecks(CheckerShared):
             and (d.hint or "").startswith("did you mean `")
         }
         for alias, item in self.uses.items():
+            if self.reserved_name(alias, item.alias.span, "an agent alias"):
+                continue  # (`use agent "w" as verify`: no `agent(verify)` could ever parse)
             if alias in used or alias.startswith("_"):
                 continue
             call = "agent({0}) {{ … }}" if item.kind == "agent" else "agent({0}.main) {{ … }}"

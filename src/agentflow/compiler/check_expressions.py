@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from agentflow.compiler import check_errors
 from agentflow.compiler.checker_shared import CheckerShared
-from agentflow.compiler.constants import constant_number, fold_step, overflow
+from agentflow.compiler.constants import constant_number, fold_step, overflow, overflow_text
 from agentflow.compiler.symbols import suggest
 from agentflow.compiler.types import (
     BOOL,
@@ -490,7 +490,7 @@ class ExpressionChecks(CheckerShared):
         if why is not None:
             self.report(
                 D.CONSTANT_OVERFLOW,
-                f"`{expr_text(e)}` always fails at run time: {why}",
+                f"`{overflow_text(e)}` always fails at run time: {why}",
                 e.span,
                 hint="it is `arithmetic` when run: compute a value within range (an `int` is "
                 "64-bit; a `number` with a fraction, `9223372036854775807.0 + 1`, goes further)",

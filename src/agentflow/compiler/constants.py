@@ -9,7 +9,8 @@ name, a call, a text), or a step that fails at run time (that failure, not a zer
 run meets). docs/diagnostics.md "division-by-zero".
 
 :func:`fold_step` and :func:`overflow` are one step of it, for the checker's
-``constant-overflow``: an operation on folded operands whose result the evaluator refuses.
+``constant-overflow``: an operation on folded operands whose result the evaluator refuses;
+:func:`overflow_text` quotes that operation as written.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import math
 from agentflow.core.vocabulary import MAX_INT, MIN_INT
 from agentflow.grammar import ast
 
-__all__ = ["constant_number", "fold_step", "overflow"]
+__all__ = ["constant_number", "fold_step", "overflow", "overflow_text"]
 
 #: The widest whole number the evaluator computes (bits): past it a result is ``arithmetic``.
 _JSON_INT_BITS = 1024
@@ -104,3 +105,68 @@ def constant_number(e: ast.Expr) -> int | float | None:
         else:
             values[id(node)] = None
     return values[id(e)]
+
+
+#: The longest operand :func:`overflow_text` quotes whole; a longer one is `…`.
+_OPERAND_CHARS = 40
+_PREC = {"+": 1, "-": 1, "*": 2, "/": 2, "%": 2}
+
+
+def _written(e: ast.Expr, budget: list[int]) -> str | None:
+    """Pure literal arithmetic as the source spells it (``9223372036854775807.0 * 2.0``), with
+    the parentheses its precedence needs; None past ``budget[0]`` nodes (a long chain is
+    never printed, nor recursed into deeply)."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        return None
+    if isinstance(e, ast.NumberLit):
+        return e.written or repr(e.value)
+    if isinstance(e, ast.Unary):
+        inner = _written(e.operand, budget)
+        if inner is None:
+            return None
+        return f"{e.op}({inner})" if isinstance(e.operand, ast.Binary) else f"{e.op}{inner}"
+    if isinstance(e, ast.Binary):
+        left, right = _written(e.left, budget), _written(e.right, budget)
+        if left is None or right is None:
+            return None
+        return _joined(e, left, right)
+    return None
+
+
+def _joined(e: ast.Binary, left: str, right: str) -> str:
+    """``left op right`` with an operand in parentheses where the precedence of ``e.op`` needs
+    them (a quoted-away ``…`` needs none)."""
+    p = _PREC.get(e.op, 0)
+    if isinstance(e.left, ast.Binary) and _PREC.get(e.left.op, 0) < p and left != "…":
+        left = f"({left})"
+    if isinstance(e.right, ast.Binary) and _PREC.get(e.right.op, 0) <= p and right != "…":
+        right = f"({right})"
+    return f"{left} {e.op} {right}"
+
+
+def _short(e: ast.Expr) -> str:
+    """``e`` as written when it is one literal (``-1.5``) or at most :data:`_OPERAND_CHARS`
+    characters, else ``…``."""
+    text = _written(e, [_OPERAND_CHARS // 2])
+    if text is None:
+        return "…"
+    literal = isinstance(e, ast.NumberLit) or (
+        isinstance(e, ast.Unary) and isinstance(e.operand, ast.NumberLit)
+    )
+    return text if literal or len(text) <= _OPERAND_CHARS else "…"
+
+
+def overflow_text(e: ast.Expr) -> str:
+    """The operation ``e`` (``a op b`` or ``-a`` of pure literal arithmetic, as
+    ``constant-overflow`` reports it) as written: its literals spelt as in the source
+    (``9223372036854775807.0``, not ``9.223372036854776e+18``), and an operand longer than
+    :data:`_OPERAND_CHARS` characters (the chain ``a * b * … * y`` before ``* z``), unless it
+    is one literal, as ``…``."""
+    if isinstance(e, ast.Binary):
+        return _joined(e, _short(e.left), _short(e.right))
+    if isinstance(e, ast.Unary):
+        inner = _short(e.operand)
+        wrap = isinstance(e.operand, ast.Binary) and inner != "…"
+        return f"{e.op}({inner})" if wrap else f"{e.op}{inner}"
+    return _short(e)

@@ -170,9 +170,12 @@ class Interpolation(Node):
 
 @dataclass(slots=True, eq=False)
 class NumberLit(Expr):
-    """``42`` (``value`` is an ``int``) or ``3.5`` (a ``float``)."""
+    """``42`` (``value`` is an ``int``) or ``3.5`` (a ``float``); ``written`` is the literal as
+    the source spells it (``9223372036854775807.0``, which ``value`` rounds), empty for one the
+    compiler makes."""
 
     value: int | float
+    written: str = ""
 
 
 @dataclass(slots=True, eq=False)

@@ -319,7 +319,9 @@ class Builder(ItemBuilder, ExprBuilder):
         t = c[0]
         if len(c) == 2:  # `-1`
             n = c[1]
-            return ast.Unary(_cover(t, n), "-", ast.NumberLit(n.span, _number(n.value)))
+            return ast.Unary(
+                _cover(t, n), "-", ast.NumberLit(n.span, _number(n.value), str(n.value))
+            )
         typ = t.type
         if typ == "STRING":
             lit: ast.StringLit = t.value
@@ -332,7 +334,7 @@ class Builder(ItemBuilder, ExprBuilder):
                 )
             return lit
         if typ == "NUMBER":
-            return ast.NumberLit(t.span, _number(t.value))
+            return ast.NumberLit(t.span, _number(t.value), str(t.value))
         if typ == "DURATION":
             return ast.DurationLit(t.span, _duration_ms(t.value), t.value)
         if typ in ("TRUE", "FALSE"):

@@ -235,7 +235,7 @@ class ExprBuilder:
 
     def number(self, c: _Kids) -> ast.NumberLit:
         t = c[0]
-        return ast.NumberLit(t.span, _number(t.value))
+        return ast.NumberLit(t.span, _number(t.value), str(t.value))
 
     def duration(self, c: _Kids) -> ast.DurationLit:
         t = c[0]

@@ -564,7 +564,7 @@ class ExprDescent:
             return lit
         if k == "NUMBER":
             self.p = p + 1
-            return ast.NumberLit(self.span(p), _number(self.V[p]))
+            return ast.NumberLit(self.span(p), _number(self.V[p]), str(self.V[p]))
         if k == "LBRACE":
             return self.object()
         if k == "LPAR" or k == "LPAR_NL":
@@ -663,10 +663,12 @@ class ExprDescent:
                 bail()
             return lit
         if k == "NUMBER":
-            return ast.NumberLit(self.span(p), _number(self.V[p]))
+            return ast.NumberLit(self.span(p), _number(self.V[p]), str(self.V[p]))
         if k == "MINUS" or k == "MINUS_NL":
             n = self.take("NUMBER")
-            return ast.Unary(self.tt(p, n), "-", ast.NumberLit(self.span(n), _number(self.V[n])))
+            return ast.Unary(
+                self.tt(p, n), "-", ast.NumberLit(self.span(n), _number(self.V[n]), str(self.V[n]))
+            )
         if k == "DURATION":
             v = self.V[p]
             return ast.DurationLit(self.span(p), _duration_ms(v), v)

@@ -234,9 +234,7 @@ def _parse_module(
         shown = locate_unclosed(err, sc, start, lines.line(start))
         notes = [Note(m, s) for m, s in shown.notes]
         diags.append(
-            Diagnostic(
-                SYNTAX_ERROR, shown.message, shown.span, notes, hint=shown.hint, fix=shown.fix
-            )
+            Diagnostic(shown.code, shown.message, shown.span, notes, hint=shown.hint, fix=shown.fix)
         )
         resume = _find_resume(text, file, err, sc, start, lines)
         end = resume if resume is not None else n

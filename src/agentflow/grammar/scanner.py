@@ -307,8 +307,10 @@ class SynErr(Exception):
         notes: list[tuple[str, Span]] | None = None,
         unclosed: tuple[list[Tok], int] | None = None,
         fix: Replacement | None = None,
+        code: str = "syntax-error",
     ):
         super().__init__(message)
+        self.code = code  # ``reserved-name`` when the mistake is a name (``let filter``)
         self.fix = fix  # the one exact edit ``hint`` states, when it is one
         self.message = message
         self.span = span

@@ -4,8 +4,10 @@ before ``map``, a ``parallel`` branch without its name (docs/reference/control.m
 patterns of a ``match`` (no arm, a pattern that is not a literal, ``||`` or ``|,``, arms
 without commas; docs/reference/expressions.md "match"), and a comma before the first item of an
 ``import`` or a call's arguments or a function's parameters, and a reserved word where a name
-is bound (``let if = 1``). Each gives the message, the span
-of the token the slip is at and a hint with the fix."""
+is bound (``let if = 1``). Each gives the message, the span of the token the slip is at and a
+hint with the fix. :func:`bound_keyword` is a word that starts an expression, bound as a name
+earlier and read where the parse stops (``let filter = 1`` … ``filter + 1``): a
+``reserved-name`` at the binding."""
 
 from __future__ import annotations
 
@@ -13,11 +15,11 @@ import re
 from typing import Any
 
 from agentflow.core.spans import Span
-from agentflow.core.vocabulary import RESERVED_WORDS
+from agentflow.core.vocabulary import EXPRESSION_WORDS, KEYWORD_TERMINALS, RESERVED_WORDS
 from agentflow.grammar import ast
-from agentflow.grammar.scanner import Scanner, Tok
+from agentflow.grammar.scanner import Scanner, SynErr, Tok
 
-__all__ = ["slip_error"]
+__all__ = ["bound_keyword", "slip_error"]
 
 #: the terminals that start a `match` pattern (`match_alt` of grammar/flow.lark)
 _PATTERN_STARTS = {"STRING", "NUMBER", "MINUS", "DURATION", "TRUE", "FALSE", "NULL", "NAME"}
@@ -221,6 +223,73 @@ def _reserved_as_name(tok: Tok, expected: set[str], values: list[Any]) -> Slip |
         tok.span,
         f"name it otherwise (`my_{tok.value}`); a word of the language is still fine as a "
         f"field or key (`x.{tok.value}`, `{{ {tok.value}: 1 }}`)",
+    )
+
+
+#: the start of an item whose body binds names (``let``, a parameter, a ``map`` item)
+_ITEM_START = re.compile(r"^(?:stage|fn|test|eval|flow)\b", re.M)
+
+
+def _binding_of(word: str, sc: Scanner, use: Tok, called: bool) -> tuple[Span, str] | None:
+    """Where ``word`` is last bound as a name before the token ``use``, and what it names
+    there: in the item ``use`` is in, ``let word =`` / ``let word:`` and ``as word`` /
+    ``as x, word`` (``a variable``) or a parameter of ``fn f(word: T)`` (``a parameter``);
+    anywhere before, when ``use`` is called (``agent(word)``), ``use agent "…" as word``
+    (``an agent alias``). None when it is bound nowhere so."""
+    before = use.start - sc.ob
+    text = sc.text
+    starts = [m.start() for m in _ITEM_START.finditer(text, 0, before)]
+    item = starts[-1] if starts else 0
+    w = re.escape(word)
+    found: list[tuple[int, int, str]] = []
+    for m in re.finditer(rf"\blet\s+({w})\s*[=:]|\bas\s+(?:\w+\s*,\s*)?({w})\b", text[:before]):
+        g = 1 if m.group(1) is not None else 2
+        if m.start() >= item:
+            found.append((m.start(g), m.end(g), "a variable"))
+    head = re.compile(r"\bfn\s+\w+\s*\(([^()]*)\)").match(text, item)
+    if head is not None:
+        for m in re.finditer(rf"(?:^|,)\s*({w})\s*:", head.group(1)):
+            found.append((head.start(1) + m.start(1), head.start(1) + m.end(1), "a parameter"))
+    if called:
+        for m in re.finditer(rf"\buse\s+(?:agent|team)\s+\"[^\"\n]*\"\s+as\s+({w})\b", text):
+            if m.end() <= before:
+                found.append((m.start(1), m.end(1), "an agent alias"))
+    if not found:
+        return None
+    i, j, what = max(found)
+    ls = text.rfind("\n", 0, i) + 1
+    return sc.span_at(i, j, use.line - text.count("\n", i, before), ls), what
+
+
+def bound_keyword(
+    tok: Any, sc: Scanner, values: list[Any] | None, msg: str, notes: list[tuple[str, Span]]
+) -> SynErr | None:
+    """``let filter = 1`` then ``return filter + 1``: the parse fails (at ``tok``, with the
+    message ``msg``) right after a word that starts an expression (``filter``, ``parallel``,
+    ``map``) which an earlier ``let``, parameter or ``as`` bound as a name. Told as the
+    checker's ``reserved-name`` (which never sees a body that does not parse) at the binding,
+    with ``notes`` and a note on where the parser stopped; None otherwise."""
+    if not values or not isinstance(values[-1], Tok) or not isinstance(tok, Tok):
+        return None
+    word = values[-1].value
+    if not isinstance(word, str) or KEYWORD_TERMINALS.get(word) != values[-1].type:
+        return None
+    if word in RESERVED_WORDS or word not in EXPRESSION_WORDS:
+        return None  # a reserved word is refused where it is bound (`_reserved_as_name`)
+    called = len(values) >= 2 and _type(values[-2]) in ("LPAR", "LPAR_NL")
+    bound = _binding_of(word, sc, values[-1], called)
+    if bound is None:
+        return None
+    return SynErr(
+        f"`{word}` is a word of the language: where a value is read, `{word}` starts its "
+        f"construct, so {bound[1]} of that name could never be read",
+        bound[0],
+        resume=tok.end - sc.ob,
+        depth=len(sc.stack),
+        hint=f"name it otherwise (`my_{word}`); a word of the language is still fine as a "
+        f"field or key (`x.{word}`, `{{ {word}: 1 }}`)",
+        notes=[*notes, (f"the parser stopped here: {msg}", tok.span)],
+        code="reserved-name",
     )
 
 

@@ -36,7 +36,7 @@ from agentflow.grammar.foreign_words import (
 from agentflow.grammar.habit_fixes import FixedHint, elif_fix, fix_of, or_fix
 from agentflow.grammar.habits import elif_word, habit_hint, lambda_hint
 from agentflow.grammar.scanner import OPENERS, OPS, TOP_LEVEL, Scanner, SynErr, Tok
-from agentflow.grammar.slips import slip_error
+from agentflow.grammar.slips import bound_keyword, slip_error
 from agentflow.grammar.unclosed import word_at
 
 __all__ = [
@@ -845,6 +845,9 @@ def unexpected(
     )
     if dangling is not None:  # `return len(s) +` then `}`: the mistake is the operator
         return dangling
+    bound = bound_keyword(tok, sc, values, msg, notes)
+    if bound is not None:  # `let filter = 1` … `filter + 1`: the mistake is the name
+        return bound
     hint = _syntax_hint(tok, expected, values, sc, in_agent_block)
     if hint is None and type_after_colon:
         hint = _missing_colon_hint(tok, values, sc)

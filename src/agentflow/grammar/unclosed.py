@@ -97,9 +97,12 @@ def locate_unclosed(err: SynErr, sc: Scanner, start: int, line: int) -> SynErr:
     closed" at its `{` and, for a parse error further on, "the parser stopped here: …".  For
     the scanner's own "expected `}` to close …" at a new declaration or at the end of the file
     (``err.unclosed``) without such a line, it points at the keyword or the end of the file
-    and notes the innermost open `{`; an unclosed `(` or `[` is left as reported.  Returns a
+    and notes the innermost open `{`; an unclosed `(` or `[`, and an error of another code than
+    ``syntax-error``, is left as reported.  Returns a
     new :class:`SynErr` for the diagnostic, or ``err`` itself."""
     text, ob = sc.text, sc.ob
+    if err.code != "syntax-error":
+        return err  # a mistake known for sure (`reserved-name` at a read): no brace to blame
     if err.unclosed is not None:
         openers, stop = err.unclosed
         if not openers or openers[-1].value != "{":
