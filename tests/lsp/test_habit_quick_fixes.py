@@ -11,9 +11,9 @@ import itertools
 import sys
 
 import pytest
+from support.lsp_edits import applied
 
 from agentflow.lsp.client import LspClient
-from agentflow.lsp.positions import LineIndex
 
 TEMPLATE = """\
 input {{ q: text?, on: bool }}
@@ -49,21 +49,6 @@ def editor(tmp_path_factory):
         yield c, uri
     finally:
         c.close()
-
-
-def applied(edits: list[dict], text: str) -> str:
-    index = LineIndex(text, "utf-16")
-    out = text
-    for e in sorted(
-        edits,
-        key=lambda e: (e["range"]["start"]["line"], e["range"]["start"]["character"]),
-        reverse=True,
-    ):
-        r = e["range"]
-        start = index.offset(r["start"]["line"], r["start"]["character"])
-        end = index.offset(r["end"]["line"], r["end"]["character"])
-        out = out[:start] + e["newText"] + out[end:]
-    return out
 
 
 def quick_fixes(editor, text: str) -> tuple[list[dict], list[dict]]:

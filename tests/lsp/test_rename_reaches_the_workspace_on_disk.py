@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.lsp_edits import applied
 
 from agentflow.compiler.api import check_file
 from agentflow.lsp.client import LspClient, LspError
@@ -48,22 +49,6 @@ stage b -> int { return 1 +  }
 def pos(text: str, needle: str, delta: int = 0) -> dict:
     line, char = LineIndex(text, "utf-16").position(text.index(needle) + delta)
     return {"line": line, "character": char}
-
-
-def applied(edits: list[dict], text: str) -> str:
-    """``text`` with ``edits`` applied."""
-    index = LineIndex(text, "utf-16")
-    out = text
-    for e in sorted(
-        edits,
-        key=lambda e: (e["range"]["start"]["line"], e["range"]["start"]["character"]),
-        reverse=True,
-    ):
-        r = e["range"]
-        start = index.offset(r["start"]["line"], r["start"]["character"])
-        end = index.offset(r["end"]["line"], r["end"]["character"])
-        out = out[:start] + e["newText"] + out[end:]
-    return out
 
 
 def _write(root: Path) -> dict[str, Path]:

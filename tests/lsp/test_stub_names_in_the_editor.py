@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 
 import pytest
+from support.lsp_edits import applied
 
 from agentflow.lsp.client import LspClient, LspError
 from agentflow.lsp.positions import LineIndex
@@ -80,21 +81,6 @@ def lines_of(locations: list[dict]) -> list[tuple[int, int]]:
     return sorted(
         (x["range"]["start"]["line"] + 1, x["range"]["start"]["character"] + 1) for x in locations
     )
-
-
-def applied(edits: list[dict], text: str) -> str:
-    index = LineIndex(text, "utf-16")
-    out = text
-    for e in sorted(
-        edits,
-        key=lambda e: (e["range"]["start"]["line"], e["range"]["start"]["character"]),
-        reverse=True,
-    ):
-        r = e["range"]
-        start = index.offset(r["start"]["line"], r["start"]["character"])
-        end = index.offset(r["end"]["line"], r["end"]["character"])
-        out = out[:start] + e["newText"] + out[end:]
-    return out
 
 
 def rename(c: LspClient, uri: str, text: str, needle: str, delta: int, new: str) -> str:
