@@ -502,6 +502,8 @@ def semantic_change(a: Analysis, kind: str, old: str, new: str, spans: list[Span
     before_errs, after_errs = _error_counts(a), _error_counts(after)
     if after_errs["syntax-error"] > before_errs["syntax-error"]:  # a keyword where it is read
         return f"`{new}` is read as a keyword there: {what} would not parse"
+    if after_errs["reserved-name"] > before_errs["reserved-name"]:  # bound, then never readable
+        return f"`{new}` is read as a keyword there: {what} would name what could never be read"
     if before_sig != after_sig:
         return f"{what} would change what names refer to"
     for d in after.result.diagnostics:
