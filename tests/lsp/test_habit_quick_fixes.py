@@ -11,7 +11,7 @@ import itertools
 import sys
 
 import pytest
-from support.lsp_edits import applied
+from support.lsp_editor import applied, opened
 
 from agentflow.lsp.client import LspClient
 
@@ -43,8 +43,7 @@ def editor(tmp_path_factory):
     c.initialize(options={"debounce_ms": 0})
     uri = (tmp_path_factory.mktemp("habits") / "main.flow").as_uri()
     text = TEMPLATE.format(line="let x = true")
-    c.open(uri, text)
-    c.wait_notification("textDocument/publishDiagnostics", lambda p: p["uri"] == uri, timeout=30)
+    opened(c, uri, text)
     try:
         yield c, uri
     finally:

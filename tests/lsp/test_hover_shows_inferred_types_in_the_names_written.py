@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 
 import pytest
+from support.lsp_editor import errors, opened
 
 from agentflow.lsp.client import LspClient
 from agentflow.lsp.positions import LineIndex
@@ -56,11 +57,7 @@ def editor(tmp_path_factory):
     c = LspClient([sys.executable, "-m", "agentflow", "lsp"])
     c.initialize(options={"debounce_ms": 0})
     uri = (root / "main.flow").as_uri()
-    c.open(uri, MAIN)
-    got = c.wait_notification(
-        "textDocument/publishDiagnostics", lambda p: p["uri"] == uri, timeout=30
-    )
-    assert [d for d in got["diagnostics"] if d["severity"] == 1] == []
+    assert errors(opened(c, uri, MAIN)) == []
     try:
         yield c, uri
     finally:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.lsp_edits import applied
+from support.lsp_editor import applied
 
 from agentflow.compiler.api import check_file
 from agentflow.lsp.client import LspClient, LspError

@@ -9,6 +9,7 @@ import itertools
 import sys
 
 import pytest
+from support.lsp_editor import opened
 
 from agentflow.lsp.client import LspClient
 from agentflow.lsp.positions import LineIndex
@@ -32,8 +33,7 @@ def editor(tmp_path_factory):
     c = LspClient([sys.executable, "-m", "agentflow", "lsp"])
     caps = c.initialize(options={"debounce_ms": 0})
     uri = (root / "main.flow").as_uri()
-    c.open(uri, SOURCE)
-    c.wait_notification("textDocument/publishDiagnostics", lambda p: p["uri"] == uri, timeout=30)
+    opened(c, uri, SOURCE)
     try:
         yield c, uri, caps
     finally:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from support.lsp_edits import applied
+from support.lsp_editor import applied
 
 from agentflow.lsp.client import LspClient, LspError
 from agentflow.lsp.positions import LineIndex

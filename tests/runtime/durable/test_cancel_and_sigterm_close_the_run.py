@@ -18,8 +18,9 @@ import threading
 import time
 from pathlib import Path
 
-from support.chat_server import TEST_API_KEY, ChatServer, Reply, answer
+from support.chat_server import ChatServer, Reply, answer
 from support.durable_questions import flowc, flowc_in, start_flowc, wait_asked
+from support.local_provider import KEY_ENV, local_config
 
 MAP_FLOW = """\
 flow m "map"
@@ -34,12 +35,8 @@ stage s -> R[] {
 
 
 def _workdir(tmp_path: Path, server: ChatServer) -> dict[str, str]:
-    (tmp_path / "flow.toml").write_text(
-        '[models]\ndefault = "nm"\n\n[models.named.nm]\nprovider = "local"\nmodel = "m"\n\n'
-        f'[providers.local]\nkind = "openai"\nbase_url = "{server.url}"\n'
-        'api_key_env = "LOCAL_KEY"\nmax_retries = 0\n'
-    )
-    return {**os.environ, "LOCAL_KEY": TEST_API_KEY}
+    (tmp_path / "flow.toml").write_text(local_config(server.url))
+    return {**os.environ, **KEY_ENV}
 
 
 def _events(trace: Path) -> list[dict]:

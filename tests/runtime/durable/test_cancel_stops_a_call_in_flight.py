@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.chat_server import TEST_API_KEY, ChatServer, Reply, answer
+from support.chat_server import ChatServer, Reply, answer
 from support.durable_questions import flowc, start_flowc
+from support.local_provider import KEY_ENV, local_config
 
 HEAD = """\
 flow c "cancel in flight"
@@ -104,14 +105,10 @@ def test_flowc_cancel_stops_the_call_in_flight(tmp_path: Path, shape: str) -> No
     go = tmp_path / "go"
     with ChatServer(reply) as server:
         try:
-            (tmp_path / "flow.toml").write_text(
-                '[models]\ndefault = "nm"\n\n[models.named.nm]\nprovider = "local"\n'
-                f'model = "m"\n\n[providers.local]\nkind = "openai"\nbase_url = "{server.url}"\n'
-                'api_key_env = "LOCAL_KEY"\nmax_retries = 0\n\n[tools]\nmodules = ["tools.py"]\n'
-            )
+            (tmp_path / "flow.toml").write_text(local_config(server.url, tools=True))
             (tmp_path / "tools.py").write_text(TOOLS)
             (tmp_path / "c.flow").write_text(FLOWS[shape])
-            env = {**os.environ, "LOCAL_KEY": TEST_API_KEY, "GO": str(go), "NO_COLOR": "1"}
+            env = {**os.environ, **KEY_ENV, "GO": str(go), "NO_COLOR": "1"}
             run = start_flowc(
                 tmp_path, "run", "c.flow", "--durable", "--run-id", "c", "--trace", "t.jsonl",
                 env=env,

@@ -20,8 +20,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from support.chat_server import TEST_API_KEY, ChatServer, Reply, answer
+from support.chat_server import ChatServer, Reply, answer
 from support.durable_questions import flowc, start_flowc
+from support.local_provider import KEY_ENV, local_config
 
 FLOW = """\
 flow p "parallel"
@@ -76,7 +77,7 @@ def _events(trace: Path) -> list[dict[str, Any]]:
 def _crash_and_resume(tmp_path: Path, server: ChatServer, held: threading.Event, k: int) -> str:
     """Run the flow, kill it while the slow branch's call is out, resume it; the resumed
     process's stderr (its trace is ``rt{k}.jsonl``)."""
-    env = {**os.environ, "LOCAL_KEY": TEST_API_KEY, "GO": str(tmp_path / f"go{k}")}
+    env = {**os.environ, **KEY_ENV, "GO": str(tmp_path / f"go{k}")}
     held.clear()
     sent = len(server.requests)
     run = start_flowc(tmp_path, "run", "p.flow", "--durable", "--run-id", f"p{k}", env=env)
@@ -111,11 +112,7 @@ def test_a_resumed_parallel_keeps_its_branches_place_and_usage(tmp_path: Path) -
 
     with ChatServer(reply) as server:
         try:
-            (tmp_path / "flow.toml").write_text(
-                '[models]\ndefault = "nm"\n\n[models.named.nm]\nprovider = "local"\n'
-                f'model = "m"\n\n[providers.local]\nkind = "openai"\nbase_url = "{server.url}"\n'
-                'api_key_env = "LOCAL_KEY"\nmax_retries = 0\n\n[tools]\nmodules = ["tools.py"]\n'
-            )
+            (tmp_path / "flow.toml").write_text(local_config(server.url, tools=True))
             (tmp_path / "tools.py").write_text(TOOLS)
             (tmp_path / "p.flow").write_text(FLOW)
             for k in range(TRIES):
