@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from agentflow.compiler import type_names
 from agentflow.compiler import types as T
 from agentflow.compiler.api import check_file, check_source
-from agentflow.compiler.check_tests import is_step, named_steps
+from agentflow.compiler.check_stub_steps import is_step, named_steps
 from agentflow.compiler.checker import CheckResult
 from agentflow.compiler.lower_parallel import effectful
 from agentflow.core.functions import FUNCTIONS

@@ -2,7 +2,7 @@
 of what they name: ``stub stage NAME`` a stage, ``stub agent NAME`` a ``use agent`` alias,
 ``stub tool NAME`` a tool, ``stub step NAME`` the ``let NAME`` of a stage and ``stub ask NAME``
 the ``let NAME = ask …`` (else the stage ``NAME`` whose asks it answers) — resolved as the
-checker resolves them (:func:`agentflow.compiler.check_tests.ask_targets`), so that hover,
+checker resolves them (:func:`agentflow.compiler.check_stub_steps.ask_targets`), so that hover,
 definition, references and rename reach a stub's name and a rename edits it too.  The ``B`` of
 ``stub step NAME.B`` names branch ``B`` of each ``let NAME = parallel { … }`` that has one
 (:func:`branches`), as the checker's ``_branch_targets`` does."""
