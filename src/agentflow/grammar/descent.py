@@ -41,10 +41,7 @@ from agentflow.grammar import ast
 from agentflow.grammar.builder_shared import _budget, _number
 from agentflow.grammar.descent_exprs import ExprDescent, _Bail, bail, plain_text
 from agentflow.grammar.scanner import (
-    _NL_VARIANT,
-    _TOKEN_RE,
     KEYWORDS,
-    MATCH_AFTER,
     OPENERS,
     OPS,
     TOP_LEVEL,
@@ -53,6 +50,7 @@ from agentflow.grammar.scanner import (
     SynErr,
     starts_declaration,
 )
+from agentflow.grammar.tokens import _NL_VARIANT, _TOKEN_RE, MATCH_AFTER
 
 __all__ = ["Descent", "parse_clean", "parse_fast", "tokenize"]
 
@@ -103,7 +101,7 @@ def parse_fast(text: str, file: str, driver: Driver) -> tuple[list[ast.Item], in
 
 
 def _fast_pattern() -> re.Pattern[str]:
-    """The scanner's token pattern (:data:`~agentflow.grammar.scanner._TOKEN_RE`) with more
+    """The scanner's token pattern (:data:`~agentflow.grammar.tokens._TOKEN_RE`) with more
     alternatives that save a step per token — a word followed by ``:`` (``wcolon``: a name
     wherever it parses), a whole block comment, a whole plain one-line string — and one for
     any other character (``bad``), so that ``finditer`` never skips text."""
