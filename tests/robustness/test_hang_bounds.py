@@ -24,7 +24,7 @@ from agentflow.errors import PlanLoadError, RunError
 from agentflow.ir import load_plan_text
 from agentflow.runtime.expressions import ExprError, evaluate_condition
 from agentflow.runtime.tools.catalog import ToolContext
-from agentflow.runtime.tools.mcp import CLOSE_TIMEOUT
+from agentflow.runtime.tools.mcp_session import CLOSE_TIMEOUT
 
 FLOWC = [sys.executable, "-m", "agentflow"]
 BOMB = "a" * 60 + "!"  # `^(a|aa)+$` backtracks exponentially on this, even in `regex`

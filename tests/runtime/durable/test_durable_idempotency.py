@@ -21,7 +21,7 @@ from mcp.types import ToolAnnotations
 from agentflow.core.vocabulary import ERROR_CODES
 from agentflow.runtime.durable.engine import tool_idempotent
 from agentflow.runtime.tools.builtin import builtin_tools
-from agentflow.runtime.tools.mcp import _catalog_tool
+from agentflow.runtime.tools.mcp_tools import _catalog_tool
 from agentflow.runtime.tools.user import function_tool, tool
 
 

@@ -246,7 +246,7 @@ async def test_listing_shows_a_zero_tool_server_as_connected_with_its_prompts(tm
 
 
 def test_the_stderr_tail_keeps_the_cause_of_a_crash():
-    from agentflow.runtime.tools.mcp import stderr_tail
+    from agentflow.runtime.tools.mcp_session import stderr_tail
 
     frames = "\n".join(f'  File "lib/module{i}.py", line {i}, in call_{i}' for i in range(40))
     text = f"starting\nTraceback (most recent call last):\n{frames}\n\nModuleNotFoundError: No module named 'tomli_w'\n"
