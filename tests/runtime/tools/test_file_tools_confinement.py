@@ -53,6 +53,57 @@ def test_links_inside_the_workspace_still_resolve(tmp_path):
         call("read_file", {"path": "loop"}, tmp_path)
 
 
+def test_an_absolute_link_through_the_workspace_parent_resolves_inside(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("inside\n")
+    (tmp_path / "secret.txt").write_text("outside\n")
+    # `/…/ws/../ws/a.txt` climbs to the workspace's parent and comes back: inside
+    os.symlink(f"{ws}/../ws/a.txt", ws / "inlnk")
+    assert call("read_file", {"path": "inlnk"}, ws) == "inside\n"
+    # through the parent to a sibling, or above the root from inside, stays refused
+    os.symlink(f"{ws}/../secret.txt", ws / "outlnk")
+    os.symlink(f"{ws}/../ws/../secret.txt", ws / "outlnk2")
+    os.symlink(f"{ws}/..", ws / "parent")
+    for name in ("outlnk", "outlnk2", "parent/secret.txt"):
+        with pytest.raises(RunError, match="outside the workspace"):
+            call("read_file", {"path": name}, ws)
+
+
+def test_a_refused_write_creates_no_directory_on_its_way(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    os.symlink(str(tmp_path), ws / "out")
+    for path in ("zz2/../../x", "zz3/a/../../../x", "zz4/../out/x", "zz5/b/../../out/x"):
+        with pytest.raises(RunError, match="outside the workspace"):
+            call("write_file", {"path": path, "content": "pwn"}, ws)
+    assert sorted(p.name for p in ws.iterdir()) == ["out"]
+    assert not (tmp_path / "x").exists()
+    # a path that stays inside still makes its directories
+    assert call("write_file", {"path": "new/deep/../f.txt", "content": "ok"}, ws)["path"] == (
+        "new/f.txt"
+    )
+    assert (ws / "new" / "deep").is_dir() and (ws / "new" / "f.txt").read_text() == "ok"
+
+
+def test_a_path_ending_with_a_slash_names_a_directory_not_a_file(tmp_path):
+    (tmp_path / "a.txt").write_text("text\n")
+    (tmp_path / "d").mkdir()
+    with pytest.raises(RunError, match="ends with '/'"):
+        call("write_file", {"path": "newdir/", "content": "x"}, tmp_path)
+    with pytest.raises(RunError, match="ends with '/'"):
+        call("write_file", {"path": "a.txt/", "content": "x"}, tmp_path)
+    assert not (tmp_path / "newdir").exists() and (tmp_path / "a.txt").read_text() == "text\n"
+    for tool, args in (("read_file", {}), ("edit_file", {"old": "text", "new": "t"})):
+        with pytest.raises(RunError, match="is not a directory"):
+            call(tool, {"path": "a.txt/", **args}, tmp_path)
+        with pytest.raises(RunError, match="is not a directory"):
+            call(tool, {"path": "a.txt/.", **args}, tmp_path)
+        with pytest.raises(RunError, match="is a directory"):
+            call(tool, {"path": "d/", **args}, tmp_path)
+    assert (tmp_path / "a.txt").read_text() == "text\n"
+
+
 def test_a_fifo_is_refused_at_once_not_waited_on(tmp_path):
     os.mkfifo(tmp_path / "pipe")
     (tmp_path / "a.txt").write_text("needle\n")

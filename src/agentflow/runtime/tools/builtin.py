@@ -214,7 +214,15 @@ def _regular(loc: confined.Located, path: str) -> os.stat_result:
         raise _err(f"'{path}' is a directory; use builtin__list_dir")
     if not stat.S_ISREG(info.st_mode):
         raise _err(f"'{path}' is not a regular file; the file tools read regular files only")
+    if _directory_form(path):  # `a.txt/`: the system says "not a directory", and so do we
+        raise _err(f"'{path}' is not a directory (the path ends with '/'); drop the '/'")
     return info
+
+
+def _directory_form(path: str) -> bool:
+    """Whether ``path`` is written as a directory (``dir/``, ``dir/.``): a file's path never
+    is, although its parts (which drop the trailing ``/``) cannot tell."""
+    return path.endswith(("/", "/."))
 
 
 def _looks_binary(fd: int) -> bool:
@@ -553,6 +561,11 @@ def write_file(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     if not isinstance(content, str):
         raise _err("argument 'content' must be a string")
     data = content.encode("utf-8")
+    if _directory_form(path):
+        raise _err(
+            f"'{path}' ends with '/', which names a directory; builtin__write_file writes a "
+            "file: give the file's name (`dir/notes.txt`)"
+        )
     with _workspace(ctx) as ws:
         given = _parts(ws, path)
         scopes = _scopes(ws, ctx)

@@ -201,10 +201,29 @@ def _link_parts(ws: Workspace, target: str) -> tuple[bool, tuple[str, ...]]:
     pure = PurePosixPath(target)
     if not pure.is_absolute():
         return False, pure.parts
-    for base in (ws.root, ws.real):
-        n = len(base.parts)
-        if pure.parts[:n] == base.parts:
-            return True, pure.parts[n:]
+    # Through the workspace's canonical path (``/home/u/ws/a.txt``), or through its ancestors
+    # and back (``/home/u/ws/../ws/a.txt``): a canonical path and its ancestors hold no link, so
+    # a ``..`` among them means what it says; a step off that line of directories is out.
+    real = ws.real.parts
+    depth = 1  # the components of ``real`` the target has reached: ``real[:depth]`` ('/' first)
+    for k, comp in enumerate(pure.parts[1:], start=1):
+        if comp in ("", "."):
+            continue
+        if comp == "..":
+            depth = max(1, depth - 1)
+        elif depth == len(real):  # into the workspace: the confined walk takes the rest
+            return True, pure.parts[k:]
+        elif comp == real[depth]:
+            depth += 1
+        else:
+            break
+    else:
+        if depth == len(real):
+            return True, ()
+    # through the workspace's path as given (which may pass through links)
+    n = len(ws.root.parts)
+    if pure.parts[:n] == ws.root.parts:
+        return True, pure.parts[n:]
     raise Escape(target)
 
 
@@ -222,10 +241,15 @@ def resolve(
     there is resolved; it may be missing), ``"open"`` opens it with ``O_NOFOLLOW | O_NONBLOCK``
     (file, directory or anything else: the caller checks ``fstat``), ``"dir"`` opens it as a
     directory. ``create_dirs(parts)`` is called before each missing intermediate directory is
-    created (it raises to forbid it); without it a missing directory is FileNotFoundError —
+    created (it raises to forbid it; nothing is created unless the whole path resolves inside
+    the workspace); without it a missing directory is FileNotFoundError —
     unless ``missing_ok``, where the rest of the path is taken lexically (no descriptor then:
     ``parent_fd`` is -1). Raises :class:`Escape`, :class:`TooManyLinks`, OSError.
     """
+    if create_dirs is not None:
+        # Walk it once creating nothing, so a path refused further on (``new/../../x``, a link
+        # out past a directory still to make) leaves no directory behind.
+        resolve(ws, parts, final="entry", missing_ok=True).close()
     pending: deque[str] = deque(parts)
     stack: list[tuple[str, int]] = []  # opened directories beneath the root (fd -1: lexical)
     hops = 0
