@@ -57,11 +57,10 @@ from agentflow.ir.loader import load_plan_text
 from agentflow.runtime.config import load_config
 from agentflow.runtime.durable import dbos_engine, runs, temporal_runs
 from agentflow.runtime.durable.dbos_launch import recorded_input
-from agentflow.runtime.durable.liveness import untaken_message
 from agentflow.runtime.durable.records import held_secret
 from agentflow.runtime.durable.run_info import answer_command
 from agentflow.runtime.durable.runs import database_for, open_database, run_lock, safe_url
-from agentflow.runtime.durable.spec import close_context, context_from_spec
+from agentflow.runtime.durable.spec import close_context, context_from_spec, untaken_message
 from agentflow.runtime.executor import NO_ANSWER, Hooks
 from agentflow.runtime.extract import json_number_problem
 from agentflow.runtime.interrupt import LoopThread, off_loop

@@ -32,12 +32,12 @@ from typing import Any, NoReturn, TypeVar
 
 from agentflow.errors import FlowError, InputError, RunAborted, RunError
 from agentflow.runtime.durable.dbos_system import dbos_module, query_workflows
+from agentflow.runtime.durable.spec import untaken_message
 
 __all__ = [
     "WATCH_S",
     "gone_workers",
     "taken_up",
-    "untaken_message",
     "worker_alive",
     "worker_lock",
     "watch_run",
@@ -206,16 +206,6 @@ async def watch_run(url: str, run_id: str, *, every: float = WATCH_S) -> None:
 
 #: the runs this process could not take up (:func:`taken_up`), said once each
 _UNTAKEN: set[str] = set()
-
-
-def untaken_message(run_id: str, error: BaseException) -> str:
-    """What a process says of run ``run_id`` it cannot build (``error``: its ConfigError, a
-    plan that no longer loads …) and so leaves pending, not ended."""
-    return (
-        f"run {run_id} cannot be taken up by this process: {error}. It is left as it was, not "
-        "ended: once that is put right, restart this process (a `flowc worker` under the same "
-        f"--name takes its work up again), or stop it and `flowc resume {run_id}`"
-    )
 
 
 async def taken_up(run_id: str, build: Awaitable[_T]) -> _T:
