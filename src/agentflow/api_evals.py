@@ -41,7 +41,7 @@ from agentflow.runtime.config import (
     missing_key_message,
 )
 from agentflow.runtime.interrupt import run as run_loop
-from agentflow.runtime.model_needs import plan_model_refusal, plan_needs_model
+from agentflow.runtime.model_needs import plan_model_refs, plan_model_refusal, plan_needs_model
 from agentflow.runtime.telemetry_settings import TelemetrySettings, settings_for
 
 __all__ = [
@@ -185,7 +185,9 @@ async def evaluate_async(
             refused = None if models else plan_model_refusal(config, plan, judged=judged)
             if refused is not None:
                 raise ConfigError(refused)
-            missing = missing_key_message(config)
+            # every provider the agents use (`--models` runs them on those instead)
+            refs = ("chat",) if models else plan_model_refs(config, plan)
+            missing = missing_key_message(config, refs)
             if missing:
                 raise ConfigError(missing)
 

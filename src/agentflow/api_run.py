@@ -49,7 +49,12 @@ from agentflow.runtime.events import CallbackSink, ConsoleSink, Event, JsonlSink
 from agentflow.runtime.executor import run_plan, validate_input
 from agentflow.runtime.extract import NonJsonNumber, json_kind, json_value_problem, loads_value
 from agentflow.runtime.hooks import Hooks, answering, default_interlocutor
-from agentflow.runtime.model_needs import plan_model_refusal, plan_model_users, plan_needs_model
+from agentflow.runtime.model_needs import (
+    plan_model_refs,
+    plan_model_refusal,
+    plan_model_users,
+    plan_needs_model,
+)
 from agentflow.runtime.models.cassette import ReplayRouter, recording_router
 from agentflow.runtime.models.router import ModelRouter, test_router
 from agentflow.runtime.models.test_model import parse_model_option
@@ -482,8 +487,8 @@ def _own_router(config: Config, plan: Plan, *, model: str | None, replay: Any, r
         refused = plan_model_refusal(config, plan)
         if refused is not None:
             raise ConfigError(refused)
-        missing = missing_key_message(config)
-        if missing:
+        missing = missing_key_message(config, plan_model_refs(config, plan))
+        if missing:  # every provider the agents use, not only the chat role's
             raise ConfigError(missing)
     if record is not None:
         return recording_router(config, record)

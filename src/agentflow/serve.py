@@ -53,11 +53,14 @@ from agentflow.core import version as core_version
 from agentflow.core.redaction import redact, redact_data
 from agentflow.core.text import clean_json, finite_dumps, visible
 from agentflow.errors import ConfigError, FlowError, InputError
+from agentflow.ir.loader import load_plan_text
 from agentflow.runtime.config import load_config
 from agentflow.runtime.durable import dbos_engine, runs, temporal_runs
+from agentflow.runtime.durable.dbos_launch import recorded_input
 from agentflow.runtime.durable.records import held_secret
 from agentflow.runtime.durable.run_info import answer_command
 from agentflow.runtime.durable.runs import database_for, open_database, run_lock, safe_url
+from agentflow.runtime.durable.spec import close_context, context_from_spec, untaken_message
 from agentflow.runtime.executor import NO_ANSWER, Hooks
 from agentflow.runtime.extract import json_number_problem
 from agentflow.runtime.interrupt import LoopThread, off_loop
@@ -136,12 +139,16 @@ class McpFlowServer:
         digest = hashlib.sha256(str(directory.resolve()).encode()).hexdigest()[:12]
         self.executor_id = f"serve:{directory.resolve().name}-{digest}"
         self._locks = contextlib.ExitStack()
+        #: run id -> its lock, held while this server lives (:meth:`_hold`)
+        self._held: dict[str, contextlib.ExitStack] = {}
         self._opened = False
         #: (connection, request id) of the calls a client cancelled (``notifications/cancelled``)
         self._cancelled: set[tuple[str | None, Any]] = set()
         #: run id -> (input, the future of its result) of the durable runs calls wait for now
         self._inflight: dict[str, tuple[Any, asyncio.Future[Any]]] = {}
         self._starting: dict[str, asyncio.Lock] = {}
+        #: run id -> why this server, restarted, could not take up a run it had left (open_durable)
+        self._untaken: dict[str, str] = {}
         #: run id -> what the calls waiting on that run share (progress, who is asked)
         self._desks: dict[str, _RunDesk] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -196,13 +203,26 @@ class McpFlowServer:
         )
         for w in recovered:
             self._hold(w.workflow_id)
+        for w in recovered:
+            try:  # what this process cannot give a run (a key, a [tools] module) leaves it
+                # pending, not ended (liveness.taken_up), and not held: `flowc runs` says
+                # `stopped`, and `flowc resume` takes it up once it is put right
+                await _buildable(w.workflow_id)
+            except FlowError as exc:
+                said = self._untaken[w.workflow_id] = untaken_message(w.workflow_id, exc)
+                print(f"flowc serve: {visible(said, lines=True)}", file=sys.stderr)
+                lock = self._held.pop(w.workflow_id, None)
+                if lock is not None:
+                    lock.close()
 
     def _hold(self, run_id: str) -> None:
         """Hold the lock of run ``run_id`` while this server lives (none when another process
         holds it)."""
         assert self.url is not None
+        lock = contextlib.ExitStack()
         with contextlib.suppress(InputError):
-            self._locks.enter_context(run_lock(self.url, run_id))
+            lock.enter_context(run_lock(self.url, run_id))
+        self._held[run_id] = self._locks.enter_context(lock)
 
     def _build(self) -> Any:
         from mcp.server.lowlevel import Server
@@ -328,6 +348,8 @@ class McpFlowServer:
                     return other_arguments
                 waiter = asyncio.ensure_future(earlier[1])
                 self._track(run_id, run_input, waiter)
+            elif run_id in self._untaken:  # left pending at start-up: never waited for here
+                return _error_result(self._untaken[run_id])
             elif found:
                 dbos = dbos_engine.dbos_with_workflows()
                 status = found[0]
@@ -576,6 +598,15 @@ class McpFlowServer:
         this server ran go on in the engine, any worker (a new server) takes them up."""
         await self._worker.aclose()
         self._opened = False
+
+
+async def _buildable(run_id: str) -> None:
+    """Build the context of run ``run_id`` from its recorded input as its root, recovered here,
+    does (on this server's loop, sharing nothing with that build on the engine's), and close it again.  Raises what the
+    build raises — a ConfigError for a key unset or a ``[tools]`` module gone, a PlanLoadError."""
+    spec = await recorded_input(run_id)
+    plan = load_plan_text(spec["plan_text"], spec.get("plan_file") or "<durable>")
+    await close_context(context_from_spec(spec, plan, []))
 
 
 @contextlib.contextmanager

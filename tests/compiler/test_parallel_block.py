@@ -128,6 +128,41 @@ def test_a_pure_block_is_an_object_and_no_step():
     assert plan["steps"][0]["input"]["value"] == "{{ {a: 1, b: input.n + 1} }}"
 
 
+def test_a_pure_block_with_a_computed_limit_is_a_parallel_step_that_checks_it():
+    # folded into a value, nothing would read the limit: `limit input.n` with n = 0 would run
+    plan = _plan(HEAD + "stage s {\n  parallel limit input.n { a: 1, b: input.n + 1 }\n}\n")
+    (step,) = plan["steps"]
+    assert step["tool_name"] == "parallel"
+    assert step["input"]["concurrency"] == "{{ input.n }}"
+    assert list(step["input"]["branches"]) == ["a", "b"]
+
+
+def test_a_pure_block_with_a_constant_limit_stays_a_value():
+    plan = _plan(HEAD + "stage s {\n  parallel limit 2 { a: 1, b: input.n + 1 }\n}\n")
+    assert [s["tool_name"] for s in plan["steps"]] == ["value"]
+
+
+def test_a_pure_block_with_a_computed_limit_in_an_if_arm_runs_only_when_chosen():
+    text = HEAD + (
+        "stage s -> int {\n"
+        "  return if input.n > 9 then (parallel limit input.n { a: 1, b: 2 }).a else 0\n"
+        "}\n"
+    )
+    (step,) = _plan(text)["steps"]
+    assert step["tool_name"] == "decide"
+
+
+def test_a_computed_limit_in_a_function_body_is_refused_as_impure():
+    text = HEAD + (
+        "fn first(k: int) -> int = (parallel limit k { a: 1, b: 2 }).a\n"
+        "stage s -> int { return first(input.n) }\n"
+    )
+    [message] = [m for code, m in _codes(text) if code == "impure-function"]
+    assert "a `parallel` block with a computed `limit`" in message
+    ok = text.replace("parallel limit k", "parallel limit 2")
+    assert [c for c, _ in _codes(ok) if c == "impure-function"] == []
+
+
 def test_branch_step_ids_are_stable_across_compiles_of_an_edited_flow():
     # a durable run is recorded by step path (`E0/style`): an edit elsewhere keeps the names
     edited = REVIEW.replace("Review ${input.diff}", "Review this: ${input.diff}")

@@ -2,7 +2,7 @@
 its effectful branches overlap (a tool that waits for its sibling to start, so a run that ran
 them one after the other would show `start a, end a, …`: an order, not a clock); the first
 branch that fails stops the others and fails the block, named `parallel › <branch>`; a `catch`
-inside a branch keeps its failure a value; a computed `limit` is checked when the block runs;
+inside a branch keeps its failure a value; a computed `limit` is checked when the block runs (a block of pure branches too);
 the step spans of branches say which branch they are in."""
 
 from __future__ import annotations
@@ -148,6 +148,47 @@ def test_a_computed_limit_out_of_bounds_fails_the_block_as_a_maps_does(tmp_path)
     # in the user's terms: the limit as written (the caret under it), as the `loop` bound
     assert "the limit `input.n` of the `parallel` must be" in result.error.message
     assert "got 0" in result.error.message
+
+
+PURE = """\
+stage review {
+  parallel limit input.n - 5 { a: 1 + 1, b: input.n }
+}
+"""
+
+
+def test_a_pure_block_checks_its_computed_limit_when_it_runs(tmp_path):
+    result = _run(tmp_path, PURE, n=1)
+    assert result.status == "error"
+    assert result.error.code == "validation"
+    assert "the limit `input.n - 5` of the `parallel` must be" in result.error.message
+    assert "got -4" in result.error.message
+    assert _run(tmp_path, PURE, n=7).output == {"a": 2, "b": 7}
+
+
+def test_a_pure_block_in_an_arm_not_chosen_checks_no_limit(tmp_path):
+    body = """\
+stage review -> int {
+  return if input.n > 3 then (parallel limit input.n - 5 { a: 1, b: 2 }).a else 9
+}
+"""
+    assert _run(tmp_path, body, n=1).output == 9
+    chosen = _run(tmp_path, body, n=4)
+    assert chosen.status == "error"
+    assert "the limit `input.n - 5` of the `parallel` must be" in chosen.error.message
+
+
+def test_a_pure_block_in_a_map_body_checks_its_computed_limit(tmp_path):
+    body = """\
+stage review -> int[] {
+  map [1, 2] as k { (parallel limit input.n - k { a: k, b: 2 }).a }
+}
+"""
+    assert _run(tmp_path, body, n=3).output == [1, 2]
+    failed = _run(tmp_path, body, n=2)
+    assert failed.status == "error"
+    assert "the limit `input.n - k` of the `parallel` must be" in failed.error.message
+    assert "got 0" in failed.error.message
 
 
 def test_branch_spans_say_which_branch_they_run(tmp_path):

@@ -302,19 +302,26 @@ class UserFunctionChecks(CheckerShared):
         impure = False
         for n in ast.walk(fn.body):
             what = IMPURE_NODES.get(type(n))
+            why = "a function computes its value from its parameters only"
+            hint = "call it in a stage and pass its result to the function"
+            if isinstance(n, ast.ParallelExpr) and n.limit is not None:
+                if not self.constant(n.limit)[0]:
+                    # a computed limit is checked by the block's `parallel` step when it runs
+                    # (compiler/lower_parallel.py): a body is a template, without steps
+                    what = "a `parallel` block with a computed `limit`"
+                    why = "the run checks such a limit in a step, and a function has none"
+                    hint = "write the limit as a constant, or compute the block in a stage"
             if what is None and isinstance(n, ast.Name) and n.name not in params:
                 what = self._outside_name(n.name)
+                hint = "pass the value as a parameter, or do this in a stage"
             if what is not None:
                 impure = True
                 self.report(
                     D.IMPURE_FUNCTION,
-                    f"function `{sig.name}` uses {what}: a function computes its value from "
-                    "its parameters only",
+                    f"function `{sig.name}` uses {what}: {why}",
                     n.span,
                     notes=[Note(f"`{sig.signature}`", fn.name.span)],
-                    hint="pass the value as a parameter, or do this in a stage"
-                    if isinstance(n, ast.Name)
-                    else "call it in a stage and pass its result to the function",
+                    hint=hint,
                 )
         if impure:
             return

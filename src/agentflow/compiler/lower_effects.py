@@ -84,6 +84,16 @@ _ARM_EFFECTS = (
 )
 
 
+def arm_effect(n: ast.Node) -> bool:
+    """Whether ``n`` makes an arm of ``if`` / ``match`` run as a body of a ``decide`` step (run
+    only when chosen): an :data:`_ARM_EFFECTS` node, or a ``parallel`` block whose ``limit`` is
+    computed — a step even when every branch is pure, so the run checks that limit
+    (compiler/lower_parallel.py)."""
+    if isinstance(n, ast.ParallelExpr):
+        return n.limit is not None and not isinstance(n.limit, ast.NumberLit)
+    return isinstance(n, _ARM_EFFECTS)
+
+
 class EffectLowering(LoweringShared):
     """The ``visit_<Node>`` rules of effectful expressions, each adding a step."""
 
@@ -92,7 +102,7 @@ class EffectLowering(LoweringShared):
         evaluates only the chosen arm); when an arm has an effect (a tool call, an agent …), a
         ``decide`` step whose branches are the arms, so only the chosen arm's effects run."""
         cond = self.expr(e.cond, ctx)
-        if not any(isinstance(n, _ARM_EFFECTS) for arm in (e.then, e.else_) for n in ast.walk(arm)):
+        if not any(arm_effect(n) for arm in (e.then, e.else_) for n in ast.walk(arm)):
             then, else_ = self.expr(e.then, ctx), self.expr(e.else_, ctx)
             # the condition and the `then` arm are operand chains: a conditional there (prec 0)
             # needs parentheses; the `else` arm extends to the end

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentflow.compiler.lower_effects import _ARM_EFFECTS, _insert_before
+from agentflow.compiler.lower_effects import _insert_before, arm_effect
 from agentflow.compiler.lower_expressions import (
     Ctx,
     Frag,
@@ -28,7 +28,7 @@ from agentflow.grammar.written import expr_text
 
 
 def _effectful(e: ast.Expr) -> bool:
-    return any(isinstance(n, _ARM_EFFECTS) for n in ast.walk(e))
+    return any(arm_effect(n) for n in ast.walk(e))
 
 
 def decides(e: ast.Expr) -> bool:

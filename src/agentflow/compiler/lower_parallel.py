@@ -1,5 +1,6 @@
 """Lowering's ``parallel [limit N] { name: expr, … }`` block (docs/reference/control.md
-"parallel blocks"): the branches with an effect become the bodies of one ``parallel`` step
+"parallel blocks"): the branches with an effect (every branch, when the ``limit`` is computed
+and none has one) become the bodies of one ``parallel`` step
 (docs/spec/PLAN_IR.md §5, its ``branches`` keyed by the names written, so a branch's step path
 ``E<n>/<name>`` is stable from one compile to the next and a durable run resumed does not run a
 finished branch again); the pure branches are values, computed in the block's value, an object
@@ -37,8 +38,13 @@ class ParallelLowering(LoweringShared):
         """A ``parallel`` step whose ``branches`` are the effectful branches (each one body,
         outlined when it needs more than one step), ``concurrency`` the ``limit`` (absent: all
         at once); the value ``{name: E<n>.name, pure: <its expression>, …}``, or the step's
-        result itself when every branch is effectful."""
+        result itself when every branch is effectful. A block whose branches are all pure but
+        whose ``limit`` is computed is a ``parallel`` step all the same, each branch a body: the
+        run checks that limit as it checks any block's (a ``validation`` error quoting it),
+        rather than the block being folded into a value whose limit nothing reads."""
         runs = [b for b in e.branches if effectful(b.value)]
+        if not runs and e.limit is not None and id(e.limit) not in self.r.constants:
+            runs = list(e.branches)
         if runs and ctx.body:
             raise _NeedsOutline()  # a parallel step and its value are more than one body step
         step: dict[str, Any] | None = None

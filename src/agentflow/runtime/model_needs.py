@@ -10,7 +10,13 @@ from typing import Any
 from agentflow.ir.models import Plan, Step
 from agentflow.runtime.config import Config, missing_key_message, no_model_message
 
-__all__ = ["model_problem", "plan_model_refusal", "plan_model_users", "plan_needs_model"]
+__all__ = [
+    "model_problem",
+    "plan_model_refs",
+    "plan_model_refusal",
+    "plan_model_users",
+    "plan_needs_model",
+]
 
 _MODEL_STEPS = {"agent"}
 
@@ -76,6 +82,56 @@ def plan_model_users(plan: Plan) -> tuple[list[str], bool]:
     return sorted(found), other
 
 
+def plan_model_refs(config: Config, plan: Plan) -> tuple[str, ...]:
+    """The model references ``plan`` (sub-plans included) may call on ``config``, whose
+    providers' keys a run needs before its first step: the ``chat`` role (an agent without
+    a model of its own), then in the order first met each model an agent names itself — its
+    ``[agents.NAME] model``, a team's members' ``model``, an agent step's written ``model "…"``
+    (a computed one is known only when the step runs) — and the ``judge`` role (a judged
+    ``filter``, a ``verify`` judge) and ``solver`` role (a solver finish) when used. The
+    ``repair`` role, called only for an answer that does not conform, is not among them. A reference that does not resolve is left to the router to report."""
+    refs: list[str] = ["chat"]
+
+    def add(ref: Any) -> None:
+        if isinstance(ref, str) and ref.strip() and "{{" not in ref and ref not in refs:
+            refs.append(ref)
+
+    def visit(value: Any) -> None:
+        if isinstance(value, Step):
+            inp = value.input if isinstance(value.input, dict) else {}
+            if value.tool_name in _MODEL_STEPS:
+                add(inp.get("model"))
+                target = inp.get("agent")
+                kind = target.get("kind") if isinstance(target, dict) else None
+                if isinstance(target, dict) and kind == "alias":
+                    profile = config.agents.get(str(target.get("name")))
+                    add(profile.model if profile is not None else None)
+                elif isinstance(target, dict) and kind in ("team.main", "team.member"):
+                    team = config.teams.get(str(target.get("team")))
+                    for member in team.members.values() if team is not None else ():
+                        add(member.model)
+            visit(value.input)
+        elif isinstance(value, dict):
+            if "infer" in value or "judges" in value:
+                add("judge")  # `filter … where judge`, `verify … judge`
+            for v in value.values():
+                visit(v)
+        elif isinstance(value, list):
+            for v in value:
+                visit(v)
+
+    def walk(p: Plan) -> None:
+        if p.finish is not None and p.finish.mode == "solver":
+            add("solver")
+        for step in p.steps:
+            visit(step)
+        for sub in (p.plans or {}).values():
+            walk(sub)
+
+    walk(plan)
+    return tuple(refs)
+
+
 def plan_model_refusal(config: Config, plan: Plan, *, judged: bool = False) -> str | None:
     """Why ``plan`` cannot run on ``config`` for want of a model, or None: ``flowc run`` and
     ``flowc eval`` both refuse only when neither ``[models] default`` nor ``chat`` is set and
@@ -98,13 +154,15 @@ def model_problem(
     """Why the configured models of ``roles`` cannot be called from this environment — none
     configured (:func:`no_model_message`) or an API key unset or unusable
     (:func:`missing_key_message`) — else None; with ``plan``, none configured is
-    :func:`plan_model_refusal`'s rule (every agent naming its own model is enough).  What ``flowc run`` refuses a plan that needs a
+    :func:`plan_model_refusal`'s rule (every agent naming its own model is enough), and the
+    keys checked are those of every model the plan's agents use (:func:`plan_model_refs`).  What ``flowc run`` refuses a plan that needs a
     model with, before its first step; ``flowc resume`` refuses the same before it takes the run
     up (runtime/durable/spec.py, docs/durable.md "Resume")."""
     if plan is not None:
         refused = plan_model_refusal(config, plan)
         if refused is not None:
             return refused
+        roles = (*roles, *(r for r in plan_model_refs(config, plan) if r not in roles))
     elif not config.has_model():
         return no_model_message(config)
     return missing_key_message(config, roles)

@@ -136,25 +136,31 @@ def test_a_configuration_a_worker_could_not_use_is_shown_as_validation_not_faile
 def test_a_run_a_worker_could_not_build_resumes_to_its_recorded_end_with_the_note(
     stopped: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A run taken up by a process that built it only inside its root (as a fleet worker
-    does) and could not: it ends `error` with code `validation`; `flowc resume` then says it
-    had ended and names redrive, prints that end (its --json the result) — not the build's
-    exception again as if the resume had failed."""
+    """A run taken up by a process that built it only inside its root and could not, and so
+    ended it (as a fleet worker of an earlier agentflow did: one now leaves it pending,
+    test_a_worker_that_cannot_build_a_run_leaves_it_pending.py): it ends `error` with code
+    `validation`; `flowc resume` then says it had ended and names redrive, prints that end
+    (its --json the result) — not the build's exception again as if the resume had failed."""
     from agentflow.runtime.durable import dbos_engine
 
-    built = dbos_engine.runtime_for
+    built, taken = dbos_engine.runtime_for, dbos_engine.taken_up
 
     async def inside_the_root_only(run_id: str, spec=None, *, ahead: bool = False):
         if ahead:  # what a worker does: no build before the engine takes the run up
             return None
         return await built(run_id, spec)
 
+    async def ended_by_it(run_id: str, build):  # the earlier worker: the body's exception
+        return await build
+
     monkeypatch.setattr(dbos_engine, "runtime_for", inside_the_root_only)
+    monkeypatch.setattr(dbos_engine, "taken_up", ended_by_it)
     (stopped / "tools.py").unlink()
     first = _cli("resume", "k1")
     assert first.exit_code == 1
     assert _status("k1") == "error"
     monkeypatch.setattr(dbos_engine, "runtime_for", built)
+    monkeypatch.setattr(dbos_engine, "taken_up", taken)
 
     again = _cli("resume", "k1")
     assert again.exit_code == 1

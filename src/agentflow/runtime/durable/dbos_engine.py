@@ -83,6 +83,7 @@ from agentflow.runtime.durable.engine import (
     run_unit,
 )
 from agentflow.runtime.durable.items import ItemRecords, items_for
+from agentflow.runtime.durable.liveness import taken_up
 from agentflow.runtime.durable.ratelimit import rate_slot
 from agentflow.runtime.durable.records import (
     ForeignRecord,
@@ -739,7 +740,7 @@ def _register(dbos: Any) -> tuple[Any, Any]:
         wfid = dbos.DBOS.workflow_id
         await _note_recorded(wfid, spec)
         try:
-            rt = await runtime_for(wfid, spec)
+            rt = await taken_up(wfid, runtime_for(wfid, spec))
             rt.effects.forget(wfid)
             with _stoppable(wfid):
                 return await _flushed(wfid, _kept(wfid, run_root(rt)), rt.effects)
@@ -767,7 +768,7 @@ def _register(dbos: Any) -> tuple[Any, Any]:
         if gate is not None:
             await gate.wait(wfid)
         if spec.get("kind") == "model":  # one request, no events; its model's rate limit
-            rt = await runtime_for(spec["run"])
+            rt = await taken_up(spec["run"], runtime_for(spec["run"]))
             if rt.ctx.router is not None:  # the client (and its modules) made before the wait
                 rt.ctx.router.client_for(spec["role"])
             label = spec.get("model")
@@ -778,7 +779,7 @@ def _register(dbos: Any) -> tuple[Any, Any]:
                     return await run_unit(rt.unit_executor(), rt.effects.index, spec)
             return await run_unit(rt.unit_executor(), rt.effects.index, spec)
         await _note_recorded(wfid)
-        rt = await runtime_for(spec["run"])
+        rt = await taken_up(spec["run"], runtime_for(spec["run"]))
         rt.effects.forget(wfid)
         try:
             if spec.get("kind") == "body" and not spec.get("queue_key"):

@@ -26,14 +26,24 @@ import hashlib
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn, TypeVar
 
-from agentflow.errors import InputError
+from agentflow.errors import FlowError, InputError, RunAborted, RunError
 from agentflow.runtime.durable.dbos_system import dbos_module, query_workflows
+from agentflow.runtime.durable.spec import untaken_message
 
-__all__ = ["WATCH_S", "gone_workers", "worker_alive", "worker_lock", "watch_run"]
+__all__ = [
+    "WATCH_S",
+    "gone_workers",
+    "taken_up",
+    "worker_alive",
+    "worker_lock",
+    "watch_run",
+]
+
+_T = TypeVar("_T")
 
 #: Seconds between two looks at the executors holding a waited-on run's units.
 WATCH_S = 1.0
@@ -192,3 +202,34 @@ async def watch_run(url: str, run_id: str, *, every: float = WATCH_S) -> None:
                 run_id,
                 ", ".join(units[:5]) + (" …" if len(units) > 5 else ""),
             )
+
+
+#: the runs this process could not take up (:func:`taken_up`), said once each
+_UNTAKEN: set[str] = set()
+
+
+async def taken_up(run_id: str, build: Awaitable[_T]) -> _T:
+    """``await build`` — the runtime of run ``run_id`` a workflow body of this process needs
+    (a fleet worker taking a unit up, a restarted ``flowc serve --durable`` recovering its
+    runs at the engine's launch) — or, when this process cannot build it (a FlowError: an
+    API key unset, a ``[tools]`` module missing or broken, a ``flow.toml`` or plan that no
+    longer loads), leave the workflow pending rather than end the run with it: say so once
+    (a warning of logger ``agentflow.durable``: on stderr) and wait until the process stops,
+    recording nothing. The run stays redrivable as ``flowc resume`` leaves one it refuses: a
+    worker restarted under its name (or the liveness watch, once it is stopped) hands the
+    work on; ``flowc resume RUN`` takes a stopped run up (docs/durable.md)."""
+    try:
+        return await build
+    except (RunError, RunAborted):
+        raise
+    except FlowError as e:
+        await _left_pending(run_id, e)
+
+
+async def _left_pending(run_id: str, error: FlowError) -> NoReturn:
+    if run_id not in _UNTAKEN:
+        _UNTAKEN.add(run_id)
+        log.warning("%s", untaken_message(run_id, error))
+    # cancelled when the process stops: the engine records no outcome for a cancelled body
+    await asyncio.Event().wait()
+    raise AssertionError("unreachable")  # pragma: no cover

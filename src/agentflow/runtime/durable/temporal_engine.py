@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import logging
 import os
 import secrets
 import time
@@ -39,7 +40,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agentflow.core.vocabulary import Code
-from agentflow.errors import Cancelled, RunError
+from agentflow.errors import Cancelled, FlowError, RunAborted, RunError
 from agentflow.ir.loader import load_plan_text
 from agentflow.runtime import interrupt
 from agentflow.runtime.control import SIBLING_FAILED
@@ -47,7 +48,7 @@ from agentflow.runtime.durable.engine import NO_MESSAGE, DurableEffects, PlanInd
 from agentflow.runtime.durable.ratelimit import STALE_S, rate_window
 from agentflow.runtime.durable.records import lost_secret
 from agentflow.runtime.durable.shown import parse_operation
-from agentflow.runtime.durable.spec import context_from_spec, trace_of
+from agentflow.runtime.durable.spec import context_from_spec, trace_of, untaken_message
 from agentflow.runtime.durable.temporal_budget import ledger_budgets, ledger_id
 from agentflow.runtime.durable.temporal_client import (
     COMMIT_ACTIVITY,
@@ -78,6 +79,8 @@ from agentflow.runtime.durable.temporal_client import (
     versioned_queue,
 )
 from agentflow.runtime.result import running_step_usage
+
+_log = logging.getLogger("agentflow.durable")
 
 if TYPE_CHECKING:
     from agentflow.runtime.config import Config
@@ -832,13 +835,44 @@ def register_runtime(rt: Runtime) -> None:
     _RUNTIMES[rt.run_id] = rt
 
 
+class _UntakenRun(Exception):
+    """A run this worker cannot build: its workflow task fails (Temporal hands it on; the run
+    is not ended), said once by :func:`runtime_for`, the SDK's traceback of it dropped."""
+
+
+#: the runs this process could not build, said once each (:func:`runtime_for`)
+_UNTAKEN: set[str] = set()
+
+
 def runtime_for(run_id: str, spec: dict[str, Any]) -> Runtime:
     """The runtime of ``run_id`` in this process, built from the run's recorded input the first
-    time one of its workflows runs here (synchronously: in workflow code)."""
+    time one of its workflows runs here (synchronously: in workflow code).  What this process
+    cannot give the run (a FlowError of the build: an API key unset, a ``[tools]`` module
+    missing, a plan that no longer loads) neither ends the run nor is retried here in silence:
+    it is said once (a warning of logger ``agentflow.durable``, on stderr) and raised as
+    :class:`_UntakenRun`, which fails the workflow task — Temporal gives it again, to any
+    worker, so one that can build the run takes it up — as ``flowc resume`` refuses a run it
+    cannot build and leaves it as it was (docs/durable.md "Temporal")."""
     rt = _RUNTIMES.get(run_id)
     if rt is None:
-        rt = _RUNTIMES.setdefault(run_id, build(run_id, spec, None))
+        try:
+            built = build(run_id, spec, None)
+        except (RunError, RunAborted):
+            raise
+        except FlowError as e:
+            if run_id not in _UNTAKEN:
+                _UNTAKEN.add(run_id)
+                _log.warning("%s", untaken_message(run_id, e, "temporal"))
+            raise _UntakenRun(f"run {run_id} cannot be taken up by this worker: {e}") from None
+        rt = _RUNTIMES.setdefault(run_id, built)
     return rt
+
+
+def quiet_untaken(record: logging.LogRecord) -> bool:
+    """A filter of the SDK's workflow logger: False (dropped) for its "Failed activation"
+    record of a run this worker could not build, said once already, without a traceback."""
+    exc = record.exc_info[1] if record.exc_info else None
+    return not isinstance(exc, _UntakenRun)
 
 
 def build(run_id: str, spec: dict[str, Any], context: Any) -> Runtime:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from typing import Any
 
 from temporalio import activity, workflow
@@ -186,6 +187,9 @@ async def serve(url: str, *, identity: str | None = None) -> Any:
     task queue and process)."""
     from temporalio.worker import PollerBehaviorSimpleMaximum, Worker
 
+    sdk_log = logging.getLogger("temporalio.worker._workflow_instance")
+    if te.quiet_untaken not in sdk_log.filters:  # a run this worker cannot build: said once
+        sdk_log.addFilter(te.quiet_untaken)
     client = await te.client_for(url)
     target = te.parse_url(url)
     te.HISTORY_EVENTS[0] = target.history_events
