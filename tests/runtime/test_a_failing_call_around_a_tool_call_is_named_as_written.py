@@ -81,3 +81,21 @@ def test_flowc_run_puts_the_caret_under_the_call_as_written(tmp_path: Path) -> N
     assert 'in s › n (step finish): `parse_int(read_file(path: "x"))`: "abc\\n"' in err, err
     call = 'parse_int(read_file(path: "x"))'
     assert f"  --> f.flow:3:11\n   |   let n = {call}\n   |           {'^' * len(call)}\n" in err
+
+
+def test_in_a_map_body_the_tool_call_under_the_failing_call_is_named_by_its_call(
+    tmp_path: Path,
+) -> None:
+    # the call becomes the item's step and the library call its `select`, reading `result`:
+    # said as the step's call (`read_file(…)`), never the plan's `result`
+    (tmp_path / "x").write_text("abc\n", encoding="utf-8")
+    flow = tmp_path / "f.flow"
+    flow.write_text(
+        'flow f "parse"\ninput { xs: path[] }\nstage s -> int[] {\n'
+        "  return map input.xs as it {\n    let n = parse_int(read_file(path: it))\n    n\n  }\n}\n",
+        encoding="utf-8",
+    )
+    result = api.run_sync(api.load(flow), {"xs": ["x"]}, workspace=str(tmp_path))
+    error = result.error.to_dict()
+    assert error["message"] == '`parse_int(read_file(…))`: "abc\\n" is not an integer'
+    assert error["label"] == "s › item 0 › read_file"

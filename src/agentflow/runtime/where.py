@@ -37,7 +37,7 @@ from agentflow.core.spans import Span
 from agentflow.core.vocabulary import Code
 from agentflow.errors import ExprError
 from agentflow.ir.names import in_source_terms as rename
-from agentflow.ir.names import scope_names, step_names, step_names_in_stage
+from agentflow.ir.names import scope_names, step_label, step_names, step_names_in_stage
 
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan, Step
@@ -634,6 +634,8 @@ def in_source_terms(
     # a step's `select` reads the raw result (`parse_int(result.answer)`): the value the
     # `.flow` binds to a `let` is that name (`parse_int(decision)`)
     own = place.step.meta.get("name") if place is not None and place.step.select else None
+    if own is None and place is not None and place.step.select and place.step.meta.get("source"):
+        own = step_label(place.step)  # bound to no `let` the step keeps: its call, `read_file(…)`
     if not plan_names and not chain and not own:
         return message
     if place is not None:  # else the finish's ``stage``, as the caller gives it
