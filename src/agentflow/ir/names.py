@@ -106,7 +106,9 @@ def step_names(plan: Plan) -> dict[str, str]:
 def step_names_in_stage(plan: Plan, names: Mapping[str, str], stage: Any) -> dict[str, str]:
     """``names`` (:func:`step_names`) as a step of ``stage`` reads them: a ``let`` of another
     stage is out of its scope, so a step holding that stage's value (``meta.value_of``, set by
-    the compiler) is named by that stage (``draft.text``, not ``d.text``)."""
+    the compiler) is named by that stage (``draft.text``, not ``d.text``); and ``stage``'s own
+    last step, a call bound to no ``let``, is the call it is (``read_file(…)``), not the
+    stage's value: the stage's output reads it inside the stage (``parse_int(read_file(…))``)."""
     out = dict(names)
     if not isinstance(stage, str):
         return out
@@ -115,6 +117,10 @@ def step_names_in_stage(plan: Plan, names: Mapping[str, str], stage: Any) -> dic
         owner = meta.get("value_of")
         if step.id and isinstance(owner, str) and meta.get("stage") != stage:
             out[str(step.id)] = owner
+        elif step.id and meta.get("stage") == stage and names.get(str(step.id)) == stage:
+            label = step_label(step)
+            if label.endswith("(…)") or label.startswith("agent"):
+                out[str(step.id)] = label
     return out
 
 

@@ -124,6 +124,7 @@ from agentflow.runtime.where import (
     in_source_terms,
     let_of,
     lets_by_name,
+    quote_written,
     quotes_expressions,
     written_place,
 )
@@ -502,8 +503,11 @@ class Executor:
             if quotes_expressions(e) and not getattr(e, "named_at", None):
                 e.named_at = e.step_path  # type: ignore[attr-defined]
                 caller = self.places.get(frame.prefix) if frame.prefix else None
-                e.message = in_source_terms(e.message, None, frame.plan, self._names, parent=caller)
+                e.message = in_source_terms(
+                    e.message, None, frame.plan, self._names, parent=caller, stage=stage
+                )
                 e.args = (e.message,)
+                quote_written(e, let)
                 if let is None:  # the caret at the failing sub-expression, where it is found
                     written = written_place(e, fin.meta) or written
             if e.source is None and written:
@@ -671,6 +675,7 @@ class Executor:
                     if let is None:  # the sub-expression as the `.flow` wrote it
                         lets_by_name(e, info.step.meta)
                     e.message = in_source_terms(e.message, place, frame.plan, self._names)
+                    quote_written(e, let)
                     if let is None and e.source is None:
                         e.source = written_place(e, info.step.meta)
                 elif e.code == Code.BAD_PATH and not e.details.get("step_named"):

@@ -37,7 +37,7 @@ from agentflow.core.spans import Span
 from agentflow.core.vocabulary import Code
 from agentflow.errors import ExprError
 from agentflow.ir.names import in_source_terms as rename
-from agentflow.ir.names import scope_names, step_names, step_names_in_stage
+from agentflow.ir.names import scope_names, step_label, step_names, step_names_in_stage
 
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan, Step
@@ -55,6 +55,7 @@ __all__ = [
     "let_of",
     "outlined_call",
     "lets_by_name",
+    "quote_written",
     "written_place",
     "tool_label",
 ]
@@ -118,7 +119,61 @@ def let_of(error: Any, meta: Any) -> dict[str, str] | None:
     if not found:
         return None
     entry = min(found, key=lambda f: f[0])[1]  # the innermost let
-    return {k: str(entry.get(k, "")) for k in ("name", "source")}
+    out = {k: str(entry.get(k, "")) for k in ("name", "source")}
+    text = entry.get("text")
+    if "expr" in entry and isinstance(text, str):  # it reads a step: its call as written
+        piece = _as_written(str(entry["expr"]), text, failed)
+        if piece is not None:
+            out["written"] = piece
+    return out
+
+
+def _as_written(printed: str, text: str, failed: str) -> str | None:
+    """The part of ``text`` (a ``let``'s expression as the `.flow` wrote it) that is the
+    sub-expression printed ``failed`` of ``printed`` (the same expression in the plan's terms,
+    where a step's id stands for the call the `.flow` wrote: ``parse_int(E0)`` for
+    ``parse_int(read_file(path: "x"))``), found by walking both trees alike; None when it is
+    not there, or is not one line without backquotes (it is quoted between them)."""
+    import dataclasses
+
+    from agentflow.grammar import ast
+    from agentflow.grammar.parser import parse_expression
+    from agentflow.runtime.expressions import expr_text
+
+    try:
+        pairs: list[tuple[Any, Any]] = [(parse_expression(printed), parse_expression(text))]
+    except Exception:  # noqa: BLE001 - a hand-edited plan's meta: not ours to judge
+        return None
+    while pairs:
+        plan_node, written = pairs.pop()
+        if isinstance(plan_node, list | tuple) and isinstance(written, list | tuple):
+            if len(plan_node) == len(written):
+                pairs.extend(zip(reversed(plan_node), reversed(written), strict=True))
+            continue
+        if not isinstance(plan_node, ast.Node) or not isinstance(written, ast.Node):
+            continue
+        if isinstance(plan_node, ast.Expr) and expr_text(plan_node) == failed:
+            piece = text[written.span.start : written.span.end]
+            return piece if piece and "`" not in piece and "\n" not in piece else None
+        if type(plan_node) is not type(written):  # a step's id where its call is written
+            continue
+        names = [f.name for f in dataclasses.fields(plan_node) if f.name != "span"]
+        pairs.extend((getattr(plan_node, n), getattr(written, n)) for n in reversed(names))
+    return None
+
+
+def quote_written(error: Any, let: dict[str, str] | None) -> None:
+    """Quote, in ``error``'s message (in the `.flow`'s terms already), the failing
+    sub-expression as :func:`let_of` found it written in its ``let`` (``written``): the call
+    the user wrote, ``parse_int(read_file(path: "x"))``, not the step it became."""
+    written = let.get("written") if let else None
+    message = str(getattr(error, "message", ""))
+    m = _CALLED_AS.search(message) if message.startswith("in function `") else None
+    m = m or _QUOTED.search(message)
+    if written is None or m is None:
+        return
+    error.message = message[: m.start(1)] + written + message[m.end(1) :]
+    error.args = (error.message,)
 
 
 _IDENT = re.compile(r"(?<![\w.$])[A-Za-z_][A-Za-z0-9_]*(?!\w)")
@@ -549,13 +604,15 @@ def in_source_terms(
     cache: dict[int, Any] | None = None,
     *,
     parent: Place | None = None,
+    stage: str | None = None,
 ) -> str:
     """``message`` (an error of the step at ``place`` of ``plan``, or with ``place`` None of the
     plan's ``finish``, run under ``parent``) with the expressions it quotes between backquotes
     in the `.flow`'s terms: ``E0[0]`` → ``ticket[0]``, ``item.title`` → ``t.title``
     (:mod:`agentflow.ir.names`).  Text outside backquotes (values, a tool's words) is left
     alone, and so is the message of a plan not compiled from a `.flow`.  ``cache``:
-    ``{id(plan): step names}`` kept by the caller."""
+    ``{id(plan): step names}`` kept by the caller; ``stage``: the stage a ``finish`` is the
+    value of (its own steps are read as themselves there: ``ir.names.step_names_in_stage``)."""
 
     if "`" not in message:
         return message
@@ -577,9 +634,12 @@ def in_source_terms(
     # a step's `select` reads the raw result (`parse_int(result.answer)`): the value the
     # `.flow` binds to a `let` is that name (`parse_int(decision)`)
     own = place.step.meta.get("name") if place is not None and place.step.select else None
+    if own is None and place is not None and place.step.select and place.step.meta.get("source"):
+        own = step_label(place.step)  # bound to no `let` the step keeps: its call, `read_file(…)`
     if not plan_names and not chain and not own:
         return message
-    stage = place.step.meta.get("stage") if place is not None else None
+    if place is not None:  # else the finish's ``stage``, as the caller gives it
+        stage = place.step.meta.get("stage")
     if plan_names and isinstance(stage, str):  # another stage's `let`s are out of its scope
         plan_names = step_names_in_stage(plan, plan_names, stage)
     names, outer = scope_names(chain, plan_names)

@@ -91,3 +91,16 @@ def test_then_calls_its_stage_after_the_body_with_one_hop_and_passes_errors_on(m
     assert len(hops) == 1  # the stage itself, on a thread; no hop before the body
     with pytest.raises(ValueError, match="the body failed"):
         asyncio.run(Pending(failing).then(lambda get: get())())
+
+
+def test_the_clock_in_sql_that_counts_milliseconds_on_sqlite_replaces_dbos_own():
+    from dbos._sys_db import SystemDatabase
+
+    from agentflow.runtime.durable.dbos_system import install_precise_sqlite_clock
+
+    install_precise_sqlite_clock()
+    # dbos_system.install_precise_sqlite_clock wraps this method: DBOS's clock in SQL for a
+    # workflow's updated_at / completed_at (whole seconds on SQLite before Python 3.12)
+    original = getattr(SystemDatabase._now_ms_sql, "original", None)
+    assert original is not None and _parameters(original) == ["self"]
+    assert "updated_at=self._now_ms_sql()" in inspect.getsource(SystemDatabase)

@@ -18,6 +18,8 @@ from support.durable_questions import start_flowc, wait_asked
 
 from agentflow.cli import main
 from agentflow.runtime.durable.dbos_engine import shutdown
+from agentflow.runtime.durable.dbos_system import system_database
+from agentflow.runtime.durable.runs import open_database
 
 FLOW = """\
 type Choice = "ship" | "hold"
@@ -81,3 +83,23 @@ def test_the_question_a_cancel_cut_short_is_listed_interrupted(asking) -> None:
     assert step["started_at"] <= step["finished_at"]
     text = _cli("runs", "show", "q2").stdout
     assert re.search(r"^  interrupted \S+ +\d+\.\d\ds  s › c = ask  \[aborted\]$", text, re.M), text
+
+
+def test_the_end_the_engine_records_on_sqlite_is_to_the_millisecond(tmp_path: Path) -> None:
+    # the time DBOS writes as a workflow ends or is cancelled (its ``updated_at``, which
+    # `runs show` gives as the end of a question the run's end cut short) was whole seconds on
+    # SQLite (its clock in SQL, on Python < 3.12): up to a second early.  Read in the second
+    # half of a second, where a whole second is 0.5 s early or more.
+    import sqlalchemy as sa
+
+    open_database(f"sqlite:///{tmp_path / 'd.sqlite'}", executor_id="clock", queues=[])
+    try:
+        sys_db = system_database()
+        while time.time() % 1 < 0.5:
+            time.sleep(0.01)
+        before = time.time()
+        with sys_db.engine.connect() as conn:
+            now_ms = conn.execute(sa.select(sys_db._now_ms_sql())).scalar()
+    finally:
+        shutdown()
+    assert now_ms / 1000 >= before - 0.002

@@ -39,6 +39,7 @@ from agentflow.runtime.hooks import checked_answer  # engine-neutral: a plain ru
 
 __all__ = [
     "CANCEL",
+    "as_written",
     "END_KEY",
     "FINISHED",
     "Claim",
@@ -310,6 +311,12 @@ async def claims(workflow_ids: list[str]) -> dict[tuple[str, str], Claim]:
 written_as: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
     "written_as", default=None
 )
+
+
+def as_written(step: str) -> str:
+    """How the question at step path ``step`` is named in this answer's messages: as the user
+    named it (:data:`written_as`: ``decision``), else by its path."""
+    return (written_as.get() or {}).get(step, step)
 
 
 def closed_message(run_id: str, step: str, closed: Claim) -> str:

@@ -28,6 +28,7 @@ from agentflow.runtime.durable.dbos_system import (
     dbos_instance,
     dbos_module,
     install_inline_then,
+    install_precise_sqlite_clock,
     query_steps,
     query_workflows,
     sqlite_engine,
@@ -165,6 +166,7 @@ def launch(
         shutdown()
     dbos = dbos_with_workflows()
     install_inline_then()  # no idle thread hop before each workflow and step body
+    install_precise_sqlite_clock()  # a workflow's end to the millisecond on SQLite too
 
     config: dict[str, Any] = {
         "name": "agentflow",

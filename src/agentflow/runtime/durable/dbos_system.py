@@ -19,6 +19,7 @@ __all__ = [
     "begin_behind",
     "dbos_instance",
     "install_inline_then",
+    "install_precise_sqlite_clock",
     "dbos_module",
     "nameless_roots",
     "query_steps",
@@ -230,6 +231,39 @@ def install_inline_then() -> None:
     then.inline = True  # type: ignore[attr-defined]
     then.original = Pending.then  # type: ignore[attr-defined]  # DBOS's (the pin test reads it)
     Pending.then = then  # type: ignore[method-assign]
+
+
+#: The epoch in SQLite's ``julianday`` (1970-01-01T00:00:00Z), and milliseconds a day.
+_UNIX_EPOCH_JULIAN_DAY = 2440587.5
+_MS_A_DAY = 86_400_000.0
+
+
+def install_precise_sqlite_clock() -> None:
+    """Make DBOS's clock in SQL, ``SystemDatabase._now_ms_sql`` (a workflow's ``updated_at``
+    and ``completed_at`` as it ends or is cancelled), count milliseconds on SQLite, as every
+    other time of a run does (idempotent).  DBOS 3.4 counts them with ``unixepoch('subsec')``
+    on Python ≥ 3.12 only, and else with ``strftime('%s', 'now')``: whole seconds, so a
+    question its run's end stopped ended up to a second early in ``flowc runs show``
+    (docs/decisions.md "A SQLite run's end to the millisecond").  ``julianday('now')`` has the
+    milliseconds on every SQLite.  PostgreSQL's clock is left as it is.  Pinned by
+    tests/runtime/durable/test_dbos_internals_pinned.py."""
+    from dbos._sys_db import SystemDatabase
+
+    if getattr(SystemDatabase._now_ms_sql, "precise", False):
+        return
+    original = SystemDatabase._now_ms_sql
+
+    def now_ms_sql(self: Any) -> Any:
+        import sqlalchemy as sa
+
+        if self.engine.dialect.name != "sqlite":
+            return original(self)
+        days = sa.func.julianday("now") - _UNIX_EPOCH_JULIAN_DAY
+        return sa.cast(sa.func.round(days * _MS_A_DAY), sa.BigInteger)
+
+    now_ms_sql.precise = True  # type: ignore[attr-defined]
+    now_ms_sql.original = original  # type: ignore[attr-defined]  # DBOS's (the pin test reads it)
+    SystemDatabase._now_ms_sql = now_ms_sql  # type: ignore[method-assign]
 
 
 def dbos_instance() -> Any:

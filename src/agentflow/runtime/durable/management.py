@@ -18,6 +18,7 @@ from agentflow.runtime.durable.answers import (
     CANCEL,
     FINISHED,
     UNANSWERED,
+    as_written,
     checked_answer,
     claim,
     claim_end,
@@ -475,7 +476,17 @@ async def _holders(url: str, run_id: str, family: list[Any]) -> list[dict[str, A
 async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
     """Answer the question of run ``run_id`` at step path ``step`` with ``value`` (checked
     against the question's choices and schema), from any process.  Raises InputError for no
-    such question or a value it does not accept."""
+    such question (:func:`_close`) or a value it does not accept."""
+
+    return await _close(url, run_id, step, value, answering=True)
+
+
+async def _close(url: str, run_id: str, step: str, value: Any, *, answering: bool) -> Question:
+    """Close the question of run ``run_id`` at ``step``: answer it with ``value``
+    (``answering``), else leave it unanswered.  Both refuse alike, as on Temporal
+    (temporal_manage ``_message``): an unknown run (``no durable run``), a question closed
+    already (``was already answered``), a run that has ended (``has ended (STATUS)``), and
+    else no such question waiting (the ones that do)."""
 
     attach(url, run_id)
     dbos = dbos_with_workflows()
@@ -494,13 +505,11 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
             root = next((w for w in family if w.workflow_id == run_id), None)
             if root is not None and root.status not in ("PENDING", "ENQUEUED"):
                 # a run that ended waits on nothing: say that, not "waiting: none"
-                raise InputError(ended_message(run_id, _status(root, False), step))
+                raise InputError(ended_message(run_id, _status(root, False), as_written(step)))
             raise InputError(no_question_message(run_id, step, pending))
 
-        value = checked_answer(question, value)
-        closed = await claim(
-            question.workflow_id, question.key, {"answer": value}, topic=f"answer:{step}"
-        )
+        message: Any = {"answer": checked_answer(question, value)} if answering else UNANSWERED
+        closed = await claim(question.workflow_id, question.key, message, topic=f"answer:{step}")
     if not closed.accepted:
         raise InputError(closed_message(run_id, step, closed))
     return question
@@ -527,17 +536,9 @@ async def pending_questions(url: str, run_id: str) -> list[Question]:
 async def unanswered(url: str, run_id: str, step: str) -> Question:
     """Leave the question of run ``run_id`` at step path ``step`` unanswered: the ``ask``
     goes on as after its timeout (``when_unanswered`` decides).  Raises InputError for no such
-    question."""
+    question, refused as an answer is (:func:`_close`)."""
 
-    pending = await pending_questions(url, run_id)
-    question = next((q for q in pending if q.path == step), None)
-    if question is None:
-        raise InputError(f"run {run_id} has no question waiting at {step!r}")
-
-    closed = await claim(question.workflow_id, question.key, UNANSWERED, topic=f"answer:{step}")
-    if not closed.accepted:
-        raise InputError(closed_message(run_id, step, closed))
-    return question
+    return await _close(url, run_id, step, None, answering=False)
 
 
 @on_engine(temporal_manage)

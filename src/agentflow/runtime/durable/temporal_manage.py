@@ -23,7 +23,13 @@ from agentflow.core.vocabulary import Code
 from agentflow.errors import Cancelled, InputError
 from agentflow.runtime.durable import temporal_client as tc
 from agentflow.runtime.durable import temporal_show as ts
-from agentflow.runtime.durable.answers import UNANSWERED, Claim, checked_answer, closed_message
+from agentflow.runtime.durable.answers import (
+    UNANSWERED,
+    Claim,
+    as_written,
+    checked_answer,
+    closed_message,
+)
 from agentflow.runtime.durable.records import lost_secret, question_digest
 from agentflow.runtime.durable.run_info import (
     RunInfo,
@@ -641,7 +647,7 @@ async def _message(url: str, run_id: str, step: str, make: Callable[[Any], Any])
         root = next((w for w in family if w.id == run_id), None)
         status = _status(root, await _memo(root)) if root is not None else "running"
         if status != "running":  # a run that ended waits on nothing: said as on DBOS
-            raise InputError(ended_message(run_id, status, step))
+            raise InputError(ended_message(run_id, status, as_written(step)))
         raise InputError(no_question_message(run_id, step, pending))
     value = make(question)
     token = secrets.token_hex(8)
