@@ -240,6 +240,11 @@ CONSTANT_OVERFLOW = _register(
     "error",
     "arithmetic on constants whose result is past `int` (or any number): `9223372036854775807 + 1`",
 )
+BRACE_NOT_INTERPOLATION = _register(
+    "brace-not-interpolation",
+    "warning",
+    "`{x}` in a string where `x` is a value in scope: only `${x}` interpolates",
+)
 
 # Plan files (docs/spec/PLAN_IR.md §1–6): what `flowc plan validate`, the loader and tool
 # resolution report.

@@ -43,6 +43,7 @@ from agentflow.grammar.tokens import (
     OPS,
     TOP_LEVEL,
     Tok,
+    brace_refs,
     starts_declaration,
 )
 
@@ -254,6 +255,8 @@ def scan_tokens(
                         j = pm.end()
                         s = pm.group(1)
                         lit = ast.StringLit(sc.span_at(i, j, line, ls), [s] if s else [])
+                        if "{" in s:
+                            lit.braces = brace_refs(text, i + 1, j - 1, file, line, ls, ob)
                     else:
                         lit, j = sc.scan_string(i, line, ls)
                 else:
