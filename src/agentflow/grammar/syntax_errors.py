@@ -258,6 +258,19 @@ def _match_hint(tok: Any, expected: set[str], prev: Tok | None, sc: Scanner) -> 
 _FN_NAME_BEFORE = re.compile(r"(?:^|[\s;])fn\s+[A-Za-z_][A-Za-z0-9_]*\s*$")
 
 
+def _first_in_block(values: list[Any] | None) -> bool:
+    """Whether the last token shifted (``values[-1]``) starts the first statement of a block
+    opened on its line: the parser holds ``{``, the block's statements so far (a list), then it.
+    (An object's ``{ a`` holds no list: ``{ a = 1 }`` is not an assignment.)"""
+    return (
+        values is not None
+        and len(values) >= 3
+        and isinstance(values[-2], list)
+        and isinstance(values[-3], Tok)
+        and values[-3].type == "LBRACE"
+    )
+
+
 def _syntax_hint(
     tok: Any, expected: set[str], values: list[Any] | None, sc: Scanner, in_agent_block: bool
 ) -> str | None:
@@ -367,8 +380,14 @@ def _syntax_hint(
             f"`.flow` binds a name with `let`: `let {bound.group(2)}{typed} = …` (bound once; "
             f"there is no `{bound.group(1)}`)"
         )
-    if typ == "EQUALS" and prev is not None and prev.type == "NAME" and prev.bol:
-        # `n = n + 1` on a line of its own: an assignment
+    if (
+        typ == "EQUALS"
+        and prev is not None
+        and prev.type == "NAME"
+        and (prev.bol or _first_in_block(values))
+    ):
+        # `n = n + 1` on a line of its own, or first in a one-line block (`if c { n = n + 1 }`):
+        # an assignment
         return (
             f"a `let` is bound once and cannot be assigned again; name the new value "
             f"(`let {prev.value}2 = …`), or fold a list with `reduce`"
