@@ -10,6 +10,7 @@ a final expression), reachability (``missing-return``, ``unreachable-code``), th
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from agentflow.compiler import check_errors
 from agentflow.compiler.checker_shared import CheckerShared, Frame, Narrowing, Var
@@ -156,9 +157,14 @@ class StatementChecks(CheckerShared):
                 isinstance(s, ast.ExprStmt)
                 and isinstance(s.expr, ast.StringLit)
                 and any(v is s.expr for v in self.prefixed_strings.values())
-                and self.unknown_name_ending(s.span.file, s.span.start)
+                and self.unknown_name_ending(s.span.file, _value_of(stmts[i - 1]).span.end)
             ):
-                continue  # the string of `f"…"`, reported with the name `f` (not a defined `f`)
+                # the string of `f"…"`, reported with the name `f` (not a defined `f`); last in
+                # a body, it is the body's value (no `missing-return` for the one mistake)
+                if top and i == len(stmts) - 1 and reachable:
+                    frame.values.append(ERROR)
+                    reachable = False
+                continue
             joined = i > 0 and stmts[i - 1].span.end_line == s.span.line
             if joined and isinstance(s, ast.ExprStmt) and self.side_by_side(stmts[i - 1], s):
                 continue
@@ -368,10 +374,13 @@ class StatementChecks(CheckerShared):
                     break
         prefixed = self.prefixed_strings.get(id(e))
         if prefixed is not None:  # `f"hello {name}"`: Python's f-string, C#'s `$"…"`
-            hint = (
-                f"`.flow` strings interpolate with `${{…}}` and take no prefix: "
-                f"`{_interpolated(prefixed)}`"
+            self.report(
+                D.UNKNOWN_NAME,
+                f'unknown name `{e.name}`: a string takes no prefix (`{e.name}"…"` is not `.flow`)',
+                e.span,
+                hint=f'`.flow` strings interpolate with `"…${{x}}…"`: `{_interpolated(prefixed)}`',
             )
+            return ERROR
         hint = (
             hint
             or OPERATOR_HINTS.get(e.name)
@@ -711,17 +720,24 @@ def _inside(block: ast.Block, offset: int) -> bool:
 _STRING_PREFIXES = frozenset({"f", "F", "rf", "fr", "r", "b", "u"})
 
 
+def _value_of(s: ast.Stmt) -> Any:
+    """The value of the statement ``s`` (an expression statement's, a `let`'s or `return`'s)."""
+    return s.expr if type(s) is ast.ExprStmt else getattr(s, "value", None)
+
+
 def _prefixed_strings(stmts: list[ast.Stmt], out: dict[int, ast.StringLit]) -> None:
     """Record in ``out`` each statement whose value is a bare name of :data:`_STRING_PREFIXES`
-    followed, with no space, by a string statement (``return f"hi {x}"``): id(name) → string."""
+    followed on its line by a string statement (``return f"hi {x}"``, ``f "hi"``): id(name) →
+    string."""
     prev = None
     for s in stmts:
         if prev is not None and type(s) is ast.ExprStmt and type(s.expr) is ast.StringLit:
-            value = prev.expr if type(prev) is ast.ExprStmt else getattr(prev, "value", None)
+            value = _value_of(prev)
             if (
                 type(value) is ast.Name
                 and value.name in _STRING_PREFIXES
-                and s.expr.span.start == value.span.end
+                and s.expr.span.line == value.span.end_line
+                and s.expr.span.start >= value.span.end
             ):
                 out[id(value)] = s.expr
         prev = s
