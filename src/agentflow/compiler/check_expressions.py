@@ -423,6 +423,7 @@ class ExpressionChecks(CheckerShared):
                     D.TYPE_MISMATCH,
                     f"cannot compare `{self.said(widen(lt))}` with `{self.said(widen(rt))}`",
                     e.span,
+                    hint=self._compare_hint(e, lt, rt),
                 )
             return BOOL
         if op in ("<", "<=", ">", ">="):
@@ -569,6 +570,23 @@ class ExpressionChecks(CheckerShared):
                 f"`({shown} ?? {default})`"
             )
         return None
+
+    def _compare_hint(self, e: ast.Binary, lt: Type, rt: Type) -> str:
+        """The hint of comparing values of two types that never equal: a number with text
+        (write the literal as its type, or convert one side), else to compare like with like."""
+        ls, rs = widen(strip_optional(lt, self.env)), widen(strip_optional(rt, self.env))
+        for num, txt, side in ((ls, rs, e.right), (rs, ls, e.left)):
+            if is_numeric(num, self.env) and is_textual(txt, self.env):
+                if isinstance(side, ast.StringLit) and side.is_plain:
+                    return (
+                        f"a number never equals text: write the number without quotes "
+                        f"(`{side.text}`), or convert a side (`parse_int(…)`, `to_text(…)`)"
+                    )
+                return "a number never equals text: convert a side (`parse_int(…)`, `to_text(…)`)"
+        return (
+            f"values of `{self.said(ls)}` and `{self.said(rs)}` are never equal: compare two "
+            "values of the same type"
+        )
 
     def source_text(self, e: ast.Expr) -> str:
         """``e`` as written, when it is a name or a path of fields (``input.n``), else `…`."""

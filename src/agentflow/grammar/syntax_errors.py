@@ -405,7 +405,7 @@ def _syntax_hint(
     if tok.value == "if" and "NAME" in expected:
         # `1 + if c then a else b`: the conditional takes the lowest precedence
         return "a conditional inside an expression needs parentheses: `(if c then a else b)`"
-    if typ == "STRING" and "COLON" in expected:
+    if typ in ("STRING", "EQUALS") and "COLON" in expected:
         return "object entries are written `key: value`"
     if typ == "NUMBER" and "DURATION" in expected:
         return f"a duration needs a unit: `{tok.value}s` (or `ms`, `m`, `h`)"
