@@ -69,9 +69,13 @@ def test_a_mistake_of_a_new_user_gets_the_hint_of_its_fix(body: str, code: str, 
     assert (d.code, d.hint) == (code, hint)
 
 
-def test_an_unused_value_in_an_if_block_has_a_hint() -> None:
+def test_an_unused_value_ending_an_if_block_hints_how_to_give_a_value() -> None:
     d = _only("stage a -> int {\n  if input.n > 1 { 1 }\n  return 2\n}\n")
-    assert d.code == "unused-value" and d.hint
+    assert d.code == "unused-value"
+    assert d.hint == (
+        "an `if` block gives no value: `return` it inside the block, or write the value as "
+        "`if c then a else b`"
+    )
 
 
 def test_a_test_expect_comparing_int_with_text_has_a_hint() -> None:

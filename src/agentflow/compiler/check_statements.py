@@ -211,7 +211,7 @@ class StatementChecks(CheckerShared):
                     followed = i + 1 < len(stmts) and stmts[i + 1].span.line == s.span.end_line
                     one_line = joined or followed
                     if reachable and not one_line and not isinstance(dt, ErrorType):
-                        self.check_used(s.expr)
+                        self.check_used(s.expr, ends_if_block=not top and i == len(stmts) - 1)
         return reachable
 
     def side_by_side(self, prev: ast.Stmt, s: ast.ExprStmt) -> bool:
@@ -240,10 +240,12 @@ class StatementChecks(CheckerShared):
             for d in self.diags
         )
 
-    def check_used(self, e: ast.Expr) -> None:
+    def check_used(self, e: ast.Expr, *, ends_if_block: bool = False) -> None:
         """``unused-value`` for an expression statement whose value is thrown away (not the
         body's last) when nothing in it has an effect: no tool call, agent, ``ask``,
-        ``verify``, judge, ``fail`` or ``require`` (docs/reference/statements.md)."""
+        ``verify``, judge, ``fail`` or ``require`` (docs/reference/statements.md).
+        ``ends_if_block``: the statement is the last of an ``if`` statement's block, which
+        gives no value (the hint says how to give one)."""
         for n in ast.walk(e):
             if (
                 isinstance(
@@ -262,6 +264,11 @@ class StatementChecks(CheckerShared):
             hint = (
                 f"a line that starts with `{e.op}` begins a new statement: to continue the "
                 f"expression above, end its line with the operator; else {hint}"
+            )
+        elif ends_if_block:
+            hint = (
+                "an `if` block gives no value: `return` it inside the block, or write the "
+                "value as `if c then a else b`"
             )
         self.report(
             D.UNUSED_VALUE,
