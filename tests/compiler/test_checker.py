@@ -47,7 +47,7 @@ from agentflow.compiler.types import (
     type_str,
     widen,
 )
-from agentflow.core.diagnostics import CODES, PLAN_CODES
+from agentflow.core.diagnostics import CODES, FALLBACK_HINTS, PLAN_CODES
 from agentflow.grammar import ast
 
 
@@ -486,7 +486,8 @@ def test_primary_span_rules(code, src, primary, notes):
     ("body", "hint"),
     [
         ("let value = input.q\n  return valu", "did you mean `value`?"),
-        ("let a = input.q\n  return b", None),  # one letter for another: a guess, not a typo
+        # one letter for another: a guess, not a typo (the code's usual fix instead)
+        ("let a = input.q\n  return b", FALLBACK_HINTS["unknown-name"]),
         ("let x = input.q\n  return xs", "did you mean `x`?"),
     ],
 )

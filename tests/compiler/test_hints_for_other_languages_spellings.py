@@ -99,10 +99,28 @@ def test_a_literal_of_another_language_hints_the_flow_literal(written, meant):
 def test_an_f_string_hints_interpolation_and_nothing_after_it_is_unreachable():
     src = HEAD + 'stage s -> text {\n  return f"hello {input.name}"\n}\n'
     diags = check_source(src, "t.flow").diagnostics
-    assert [(d.code, d.message) for d in diags] == [("unknown-name", "unknown name `f`")]
-    assert diags[0].hint == (
-        '`.flow` strings interpolate with `${…}` and take no prefix: `"hello ${input.name}"`'
-    )
+    assert [(d.code, d.message) for d in diags] == [("unknown-name", _NO_PREFIX)]
+    assert diags[0].hint == ('`.flow` strings interpolate with `"…${x}…"`: `"hello ${input.name}"`')
+
+
+_NO_PREFIX = 'unknown name `f`: a string takes no prefix (`f"…"` is not `.flow`)'
+
+
+@pytest.mark.parametrize(
+    ("value", "meant"),
+    [
+        ('f"Hello {input.name}"', '"Hello ${input.name}"'),
+        ('f "Hello"', '"Hello"'),
+        ('f  "Hi {input.name}!"', '"Hi ${input.name}!"'),
+    ],
+)
+def test_an_f_string_as_a_stage_value_is_one_error_saying_how_strings_interpolate(
+    value: str, meant: str
+) -> None:
+    src = HEAD + f"stage s -> text {{ {value} }}\n"
+    diags = check_source(src, "t.flow").diagnostics
+    assert [(d.code, d.message) for d in diags] == [("unknown-name", _NO_PREFIX)]
+    assert diags[0].hint == f'`.flow` strings interpolate with `"…${{x}}…"`: `{meant}`'
 
 
 def test_an_asks_expect_after_its_default_says_the_clause_order():

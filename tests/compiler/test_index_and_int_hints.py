@@ -5,6 +5,7 @@ standard library's `floor`, `round` and `ceil` (docs/diagnostics.md `type-mismat
 from __future__ import annotations
 
 from agentflow.compiler.api import check_source
+from agentflow.core.diagnostics import FALLBACK_HINTS
 
 HEAD = "input { xs: text[], ns: int[], x: number }\n"
 
@@ -20,7 +21,8 @@ def test_indexing_a_zip_pair_hints_at_its_fields():
 
 def test_indexing_a_list_or_text_keeps_no_field_hint():
     (diag,) = check_source(HEAD + "stage s -> int {\n  return 3[0]\n}\n", "s.flow").diagnostics
-    assert diag.message == "`3` cannot be indexed" and diag.hint is None
+    assert diag.message == "`3` cannot be indexed"
+    assert diag.hint == FALLBACK_HINTS["type-mismatch"]  # the code's usual fix, not a field
 
 
 def test_a_division_into_an_int_hints_at_floor_round_and_ceil():

@@ -44,7 +44,7 @@ def _diags(expr: str):
         (
             "input.n == 2.5",
             "this comparison is always false: `int` and `2.5` have no value in common",
-            None,
+            "compare with a value the other side can have, or remove the comparison",
         ),
         (
             '"feature" in input.items[*].kind',

@@ -81,6 +81,7 @@ def test_text_layout():
         "2 | type A { y: int }",
         "  |      ^",
         "  = note: a.flow:1:6: first defined here",
+        "  = hint: rename one of the two, or remove the second",
     ]
     assert summary(diags) == "1 error"
     assert summary([]) == "no problems"

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from agentflow.compiler.api import check_source
+from agentflow.core.diagnostics import FALLBACK_HINTS
 
 
 def _unknown(src: str):
@@ -88,7 +89,8 @@ def test_a_misspelt_field_after_input_dot_hints_at_the_field():
 
 def test_a_name_close_to_no_field_gets_no_field_hint():
     src = "input { title: text }\nstage a -> text {\n  return zzz\n}\n"
-    assert _unknown(src).hint is None
+    # (the code's usual fix, not a field)
+    assert _unknown(src).hint == FALLBACK_HINTS["unknown-name"]
 
 
 def test_a_name_visible_only_in_a_loop_is_said_so_before_a_close_field():

@@ -860,6 +860,30 @@ def test_assigning_a_let_again_hints_that_lets_are_bound_once():
     assert d.hint == "did you mean `==`?"
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "  map input.xs as x { total = 5 }",
+        "  if true { total = total + 1 }",
+        "  let ys = map input.xs as x {   total = x }",
+    ],
+)
+def test_assigning_a_let_first_in_a_one_line_block_hints_that_lets_are_bound_once(line: str):
+    d = _first(
+        f"input {{ xs: int[] }}\nstage a -> int {{\n  let total = 0\n{line}\n  return 1\n}}\n"
+    )
+    assert "found `=`" in d.message and d.span.line == 4, d.message
+    assert d.hint == (
+        "a `let` is bound once and cannot be assigned again; name the new value "
+        "(`let total2 = …`), or fold a list with `reduce`"
+    )
+
+
+def test_an_equals_sign_in_an_object_is_not_read_as_an_assignment():
+    d = _first("stage a -> int {\n  let o = { a = 1 }\n  return 1\n}\n")
+    assert "bound once" not in (d.hint or "")
+
+
 def test_a_loop_without_up_to_hints_that_loops_are_bounded():
     d = _first("stage s -> int {\n  loop 3 as r, n = 0 { n + r }\n}\n")
     assert "expected `up`" in d.message

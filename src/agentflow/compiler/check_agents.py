@@ -309,6 +309,13 @@ class AgentChecks(CheckerShared):
                         if sig.decl is not None and not sig.prelude
                         else []
                     ),
+                    hint="give "
+                    + ("it" if len(missing) == 1 else "them")
+                    + " by name: `"
+                    + f"{sig.name}("
+                    + ", ".join(f"{m}: …" for m in missing)
+                    + (", …" if given else "")
+                    + ")`",
                 )
         return sig.returns
 

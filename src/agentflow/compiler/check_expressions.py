@@ -58,7 +58,7 @@ from agentflow.compiler.types import (
     widen,
 )
 from agentflow.core import diagnostics as D
-from agentflow.core.diagnostics import Note, did_you_mean
+from agentflow.core.diagnostics import Note, Replacement, did_you_mean
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import (
     BUILTIN_TYPES,
@@ -179,6 +179,8 @@ class ExpressionChecks(CheckerShared):
         return t
 
     def visit_StringLit(self, e: ast.StringLit, hint: Type | None) -> Type:
+        if e.braces:
+            self._braces_not_interpolation(e)
         if e.is_plain:
             return LiteralType(e.text, fresh=True)
         result: Type = TEXT
@@ -193,6 +195,26 @@ class ExpressionChecks(CheckerShared):
             if isinstance(p, ast.Interpolation):
                 self.infer(p.expr)  # a `use` alias is reported by visit_Name: it is not a value
         return result
+
+    def _braces_not_interpolation(self, e: ast.StringLit) -> None:
+        """``brace-not-interpolation``: each ``{x}`` / ``{x.field…}`` written in the string
+        whose ``x`` names a value in scope (``input``, a ``let``, a stage, a parameter, a loop
+        variable) is sent as those characters, not the value: ``${x}`` reads it. Braces around
+        any other text (JSON, ``{}``, a name of nothing) are left alone
+        (docs/reference/lexical.md "Interpolation")."""
+        names = self.visible_names() - set(self.use_syms)
+        for path, span in e.braces:
+            if path.split(".", 1)[0] not in names:
+                continue
+            wanted = f"${{{path}}}"
+            self.report(
+                D.BRACE_NOT_INTERPOLATION,
+                f"`{{{path}}}` is sent as written, braces included: a string reads a value "
+                "only inside `${…}`",
+                span,
+                hint=f"did you mean `{wanted}`?",
+                fix=Replacement(span, wanted, f"Replace `{{{path}}}` with `{wanted}`"),
+            )
 
     def visit_NumberLit(self, e: ast.NumberLit, hint: Type | None) -> Type:
         value = e.value
@@ -401,6 +423,7 @@ class ExpressionChecks(CheckerShared):
                     D.TYPE_MISMATCH,
                     f"cannot compare `{self.said(widen(lt))}` with `{self.said(widen(rt))}`",
                     e.span,
+                    hint=self._compare_hint(e, lt, rt),
                 )
             return BOOL
         if op in ("<", "<=", ">", ">="):
@@ -547,6 +570,23 @@ class ExpressionChecks(CheckerShared):
                 f"`({shown} ?? {default})`"
             )
         return None
+
+    def _compare_hint(self, e: ast.Binary, lt: Type, rt: Type) -> str:
+        """The hint of comparing values of two types that never equal: a number with text
+        (write the literal as its type, or convert one side), else to compare like with like."""
+        ls, rs = widen(strip_optional(lt, self.env)), widen(strip_optional(rt, self.env))
+        for num, txt, side in ((ls, rs, e.right), (rs, ls, e.left)):
+            if is_numeric(num, self.env) and is_textual(txt, self.env):
+                if isinstance(side, ast.StringLit) and side.is_plain:
+                    return (
+                        f"a number never equals text: write the number without quotes "
+                        f"(`{side.text}`), or convert a side (`parse_int(…)`, `to_text(…)`)"
+                    )
+                return "a number never equals text: convert a side (`parse_int(…)`, `to_text(…)`)"
+        return (
+            f"values of `{self.said(ls)}` and `{self.said(rs)}` are never equal: compare two "
+            "values of the same type"
+        )
 
     def source_text(self, e: ast.Expr) -> str:
         """``e`` as written, when it is a name or a path of fields (``input.n``), else `…`."""

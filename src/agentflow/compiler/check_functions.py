@@ -416,7 +416,17 @@ class FunctionChecks(CheckerShared):
             return
         if not isinstance(elem, ObjectType):
             self._arg_mismatch(
-                e, spec, e.args[0], "the elements must be objects with the field", widen(args[0])
+                e,
+                spec,
+                e.args[0],
+                "the elements must be objects with the field",
+                widen(args[0]),
+                hint=(
+                    "`sort(xs)` sorts texts or numbers themselves (`sort_by` orders objects by a "
+                    "field)"
+                    if e.name == "sort_by"
+                    else f"`{e.name}` reads a field of each element: its elements must be objects"
+                ),
             )
             return
         name_arg = e.args[1]

@@ -10,6 +10,7 @@ a final expression), reachability (``missing-return``, ``unreachable-code``), th
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from agentflow.compiler import check_errors
 from agentflow.compiler.checker_shared import CheckerShared, Frame, Narrowing, Var
@@ -156,9 +157,14 @@ class StatementChecks(CheckerShared):
                 isinstance(s, ast.ExprStmt)
                 and isinstance(s.expr, ast.StringLit)
                 and any(v is s.expr for v in self.prefixed_strings.values())
-                and self.unknown_name_ending(s.span.file, s.span.start)
+                and self.unknown_name_ending(s.span.file, _value_of(stmts[i - 1]).span.end)
             ):
-                continue  # the string of `f"…"`, reported with the name `f` (not a defined `f`)
+                # the string of `f"…"`, reported with the name `f` (not a defined `f`); last in
+                # a body, it is the body's value (no `missing-return` for the one mistake)
+                if top and i == len(stmts) - 1 and reachable:
+                    frame.values.append(ERROR)
+                    reachable = False
+                continue
             joined = i > 0 and stmts[i - 1].span.end_line == s.span.line
             if joined and isinstance(s, ast.ExprStmt) and self.side_by_side(stmts[i - 1], s):
                 continue
@@ -205,7 +211,7 @@ class StatementChecks(CheckerShared):
                     followed = i + 1 < len(stmts) and stmts[i + 1].span.line == s.span.end_line
                     one_line = joined or followed
                     if reachable and not one_line and not isinstance(dt, ErrorType):
-                        self.check_used(s.expr)
+                        self.check_used(s.expr, ends_if_block=not top and i == len(stmts) - 1)
         return reachable
 
     def side_by_side(self, prev: ast.Stmt, s: ast.ExprStmt) -> bool:
@@ -234,10 +240,12 @@ class StatementChecks(CheckerShared):
             for d in self.diags
         )
 
-    def check_used(self, e: ast.Expr) -> None:
+    def check_used(self, e: ast.Expr, *, ends_if_block: bool = False) -> None:
         """``unused-value`` for an expression statement whose value is thrown away (not the
         body's last) when nothing in it has an effect: no tool call, agent, ``ask``,
-        ``verify``, judge, ``fail`` or ``require`` (docs/reference/statements.md)."""
+        ``verify``, judge, ``fail`` or ``require`` (docs/reference/statements.md).
+        ``ends_if_block``: the statement is the last of an ``if`` statement's block, which
+        gives no value (the hint says how to give one)."""
         for n in ast.walk(e):
             if (
                 isinstance(
@@ -256,6 +264,11 @@ class StatementChecks(CheckerShared):
             hint = (
                 f"a line that starts with `{e.op}` begins a new statement: to continue the "
                 f"expression above, end its line with the operator; else {hint}"
+            )
+        elif ends_if_block:
+            hint = (
+                "an `if` block gives no value: `return` it inside the block, or write the "
+                "value as `if c then a else b`"
             )
         self.report(
             D.UNUSED_VALUE,
@@ -368,10 +381,13 @@ class StatementChecks(CheckerShared):
                     break
         prefixed = self.prefixed_strings.get(id(e))
         if prefixed is not None:  # `f"hello {name}"`: Python's f-string, C#'s `$"…"`
-            hint = (
-                f"`.flow` strings interpolate with `${{…}}` and take no prefix: "
-                f"`{_interpolated(prefixed)}`"
+            self.report(
+                D.UNKNOWN_NAME,
+                f'unknown name `{e.name}`: a string takes no prefix (`{e.name}"…"` is not `.flow`)',
+                e.span,
+                hint=f'`.flow` strings interpolate with `"…${{x}}…"`: `{_interpolated(prefixed)}`',
             )
+            return ERROR
         hint = (
             hint
             or OPERATOR_HINTS.get(e.name)
@@ -711,17 +727,24 @@ def _inside(block: ast.Block, offset: int) -> bool:
 _STRING_PREFIXES = frozenset({"f", "F", "rf", "fr", "r", "b", "u"})
 
 
+def _value_of(s: ast.Stmt) -> Any:
+    """The value of the statement ``s`` (an expression statement's, a `let`'s or `return`'s)."""
+    return s.expr if type(s) is ast.ExprStmt else getattr(s, "value", None)
+
+
 def _prefixed_strings(stmts: list[ast.Stmt], out: dict[int, ast.StringLit]) -> None:
     """Record in ``out`` each statement whose value is a bare name of :data:`_STRING_PREFIXES`
-    followed, with no space, by a string statement (``return f"hi {x}"``): id(name) → string."""
+    followed on its line by a string statement (``return f"hi {x}"``, ``f "hi"``): id(name) →
+    string."""
     prev = None
     for s in stmts:
         if prev is not None and type(s) is ast.ExprStmt and type(s.expr) is ast.StringLit:
-            value = prev.expr if type(prev) is ast.ExprStmt else getattr(prev, "value", None)
+            value = _value_of(prev)
             if (
                 type(value) is ast.Name
                 and value.name in _STRING_PREFIXES
-                and s.expr.span.start == value.span.end
+                and s.expr.span.line == value.span.end_line
+                and s.expr.span.start >= value.span.end
             ):
                 out[id(value)] = s.expr
         prev = s

@@ -20,6 +20,7 @@ from agentflow.compiler.checker_shared import CheckerShared
 from agentflow.compiler.contracts import flow_string
 from agentflow.compiler.symbols import ToolSig, suggest
 from agentflow.compiler.types import (
+    BOOL,
     DURATION,
     ERROR,
     INT,
@@ -28,6 +29,7 @@ from agentflow.compiler.types import (
     NULL,
     NUMBER,
     PRIMS,
+    TEXT,
     VERDICT,
     ErrorType,
     Field,
@@ -254,7 +256,8 @@ class TypeChecks(CheckerShared):
             notes=([widened[1]] if widened else []) + self.alias_notes(want),
             hint=(widened[0] if widened else None)
             or self._mismatch_hint(got, want)
-            or _int_hint(expr, got, want, self.env),
+            or _int_hint(expr, got, want, self.env)
+            or self._conversion_hint(expr, got, want),
         )
 
     def _arms_mismatch(self, expr: ast.CondExpr | ast.MatchExpr, want: Type) -> bool:
@@ -437,6 +440,27 @@ class TypeChecks(CheckerShared):
                     f"the value may be `null` (`{self.said(got)}`): give a default with `??` "
                     "(`value ?? default`)"
                 )
+        return None
+
+    def _conversion_hint(self, expr: ast.Expr, got: Type, want: Type) -> str | None:
+        """The fix of a plain ``type-mismatch`` no other hint knows: a number or `bool` where
+        `text` is wanted (``"${…}"`` or ``to_text``), text where a number is (``parse_int`` /
+        ``parse_number``), one value where a list is (``[x]``); else None (the code's usual
+        hint, ``FALLBACK_HINTS``, is given last)."""
+        want_r = self.env.resolve(strip_optional(want, self.env))
+        got_w = widen(self.env.resolve(strip_optional(got, self.env)))
+        x = self.source_text(expr)
+        text_wanted = assignable(TEXT, want_r, self.env)
+        if text_wanted and (is_numeric(got_w, self.env) or got_w == BOOL):
+            return f'a value becomes text inside a string: `"${{{x}}}"` (or `to_text({x})`)'
+        if want_r in (INT, NUMBER) and is_textual(got_w, self.env):
+            if isinstance(expr, ast.StringLit):  # `"4"`: the number without quotes, if one
+                plain = expr.text.strip() if expr.is_plain else ""
+                numeric = re.fullmatch(r"-?\d+(\.\d+)?", plain)
+                return f"write the number without quotes: `{plain}`" if numeric else None
+            return f"`parse_int({x})` or `parse_number({x})` reads a number from text"
+        if isinstance(want_r, ListType) and assignable(got, want_r.elem, self.env):
+            return f"a list of this one value is written `[{x}]`"
         return None
 
     def _type_hint(self, name: str) -> str | None:

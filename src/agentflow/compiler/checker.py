@@ -399,7 +399,11 @@ def check_module(
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _check_module(module, parse_diagnostics, prelude, memo, imports)
+        result = _check_module(module, parse_diagnostics, prelude, memo, imports)
+        for d in result.diagnostics:
+            if not d.hint:  # every diagnostic says a fix: the code's usual one, when no other
+                d.hint = D.fallback_hint(d.code, d.message)
+        return result
     finally:
         if was_enabled:
             gc.enable()

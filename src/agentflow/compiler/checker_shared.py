@@ -19,7 +19,7 @@ from agentflow.compiler.symbols import Symbol, ToolSig
 from agentflow.compiler.type_names import aliases_said, spelt, spelt_words
 from agentflow.compiler.types import ObjectType, Type, TypeEnv, type_str
 from agentflow.core import diagnostics as D
-from agentflow.core.diagnostics import Diagnostic, Note
+from agentflow.core.diagnostics import Diagnostic, Note, Replacement
 from agentflow.core.functions import FUNCTIONS
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import EXPRESSION_WORDS, RESERVED_WORDS
@@ -197,11 +197,12 @@ class CheckerShared:
         *,
         notes: list[Note] | None = None,
         hint: str | None = None,
+        fix: Replacement | None = None,
     ) -> None:
         """Add a diagnostic ``code`` (registered in core/diagnostics.py, its severity from there)
-        at ``span``."""
+        at ``span``; ``fix`` is the one exact edit ``hint`` states, when it is one."""
         sev = D.CODES[code].severity
-        self.diags.append(Diagnostic(code, message, span, notes or [], hint, sev))
+        self.diags.append(Diagnostic(code, message, span, notes or [], hint, sev, fix))
 
     def _hint_parts(self, hint: Type | None) -> Type | None:
         raise NotImplementedError

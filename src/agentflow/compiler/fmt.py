@@ -605,6 +605,8 @@ _SPAN_FIELDS = frozenset(
     }
     | {"fails_span", "code_span", "path_span"}
     | {"threshold_span"}
+    # a string's `{x}` with their spans: what they are is its text, which is compared
+    | {"braces"}
 )
 
 

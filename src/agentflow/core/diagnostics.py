@@ -7,6 +7,7 @@ checker's public contract: add more, never rename (the pattern of mypy's ``error
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -240,6 +241,112 @@ CONSTANT_OVERFLOW = _register(
     "error",
     "arithmetic on constants whose result is past `int` (or any number): `9223372036854775807 + 1`",
 )
+BRACE_NOT_INTERPOLATION = _register(
+    "brace-not-interpolation",
+    "warning",
+    "`{x}` in a string where `x` is a value in scope: only `${x}` interpolates",
+)
+
+#: The hint of a `.flow` diagnostic whose emit site has none more precise: every diagnostic of
+#: the parser and the checker carries a hint (tests/compiler/test_every_diagnostic_has_a_hint.py
+#: checks it over the golden corpus, the examples and mutants of them). Most sites give their
+#: own; these say the usual fix of the code (:func:`fallback_hint`).
+FALLBACK_HINTS: dict[str, str] = {
+    UNKNOWN_NAME: "declare it first (`let`, an earlier stage, a parameter), or spell it as declared",
+    UNKNOWN_TYPE: "declare it with `type`, or use a built-in type (`text`, `int`, `bool`, …)",
+    UNKNOWN_FIELD: "use a field the type declares, or add this one to the type",
+    UNKNOWN_TOOL: "declare it with `extern tool name(…) -> T`, or call a prelude tool",
+    UNKNOWN_ARGUMENT: "remove the argument, or give one the tool declares",
+    MISSING_ARGUMENT: "give every required argument by name: `tool(name: value, …)`",
+    DUPLICATE_DEFINITION: "rename one of the two, or remove the second",
+    DUPLICATE_FIELD: "give each field or key once: remove or rename the second",
+    DUPLICATE_CLAUSE: "keep one of the two clauses",
+    MISSING_CLAUSE: 'an agent block needs `task "…"` and `expect T`',
+    TYPE_MISMATCH: "give a value of the expected type, or change the type it is checked against",
+    NOT_SCHEMA_GENERATABLE: "expect a type made of objects, lists, text, numbers and literals",
+    INVALID_AGENT_TARGET: 'name a `use` alias: `agent(a)`, `agent(t.main)`, `agent(t.member("x"))`',
+    WRITE_NOT_PATH_ARRAY: 'give `write` a list of paths: `write ["out/"]`',
+    INVALID_DURATION: "give a positive duration with its unit: `30s`, `5m`, `2h`",
+    UNKNOWN_ERROR_CODE: "name one of the error codes listed in docs/reference/errors.md",
+    EMPTY_TOOLS: "write `tools none` for no tools",
+    MISSING_RETURN: 'end it with `return <value>` (or an expression), or `fail "…"`',
+    CYCLIC_ALIAS: "break the cycle: define one of the types with `type T { … }` fields",
+    FORWARD_STAGE_REFERENCE: "a stage sees only the stages declared before it; move it earlier",
+    NOT_CALLABLE: "call a tool, a library function or a `fn`; read a value without `(…)`",
+    RESERVED_NAME: "choose another name: this word is a keyword of `.flow`",
+    FUNCTION_AS_VALUE: "call the function: `f(x)`",
+    INVALID_VALUE: "give a value within the allowed range",
+    INVALID_CONSTRAINT: "use a constraint that applies to this type (docs/reference/types.md)",
+    EFFECTFUL_GATE: "compute the effect first with `let`, then test the value",
+    UNSUPPORTED_CONSTRUCT: "write it another way (docs/reference/statements.md)",
+    UNCATCHABLE_ERROR_CODE: "remove this code from `catch on`: the run stops on it",
+    POSITIONAL_ARGUMENT: "name the argument: `tool(name: value)`",
+    UNKNOWN_FUNCTION: "call a library function (docs/reference/functions.md) or declare a `fn`",
+    ARGUMENT_COUNT: "give as many arguments as the function's signature takes",
+    NAMED_ARGUMENT: "give a library function's arguments in order, without names",
+    NO_OVERLAP: "compare with a value the other side can have, or remove the comparison",
+    NON_EXHAUSTIVE_MATCH: "add an arm for the missing values, or a last `_ => …` arm",
+    STUB_MISMATCH: "give the stub a value that fits the contract it stands in for",
+    UNKNOWN_STUB_TARGET: "name an agent alias, a stage with agents, or a tool the flow calls",
+    CLAUSE_WITHOUT_TOOL_CALL: "put `timeout`/`retry` right after a tool call: `tool(…) timeout 30s`",
+    UNUSED_VALUE: "bind it with `let`, `return` it, or remove it",
+    SLEEP_TOO_LONG: "sleep at most 365 days (`8760h`); wait for an answer with `ask` instead",
+    INT_OUT_OF_RANGE: "use a smaller number, or a `number` with a fraction (`…0.0`)",
+    TOOL_NAME_IS_A_STEP_KIND: "give the tool another catalog name",
+    INVALID_IMPORT_PATH: 'import a relative path to a `.flow` file: `"./types.flow"`',
+    IMPORT_NOT_FOUND: "check the path: it is relative to the importing file",
+    UNKNOWN_IMPORT: "import a type the imported file declares",
+    IMPORT_CONFLICT: "rename one on import: `import { T as Other } from …`",
+    IMPORT_CYCLE: "move the shared types to a file both import",
+    IMPORT_ERROR: "fix the errors of the imported file (`flowc check` it)",
+    IMPURE_FUNCTION: "a `fn` computes from its parameters only: pass what it reads as one",
+    RECURSIVE_FUNCTION: "a `fn` cannot call itself: use `reduce` or `loop` over the values",
+    INVALID_CONFIG: "fix the flow.toml at the line shown (docs/reference/configuration.md)",
+    DIVISION_BY_ZERO: "divide by a value that is not zero",
+    CONSTANT_OVERFLOW: "compute a value within range, or use a `number` with a fraction",
+    UNTYPED_TOOL: "declare it: `extern tool name(…) -> T`",
+    UNREACHABLE_CODE: "remove it, or move it before the `return`/`fail`",
+    UNUSED_VARIABLE: "remove it, or start its name with `_`",
+    COMMENT_LOOKS_LIKE_DIVISION: "write `/` to divide; put a space in `// ` for a comment",
+    UNUSED_ALIAS: "remove it, or call it: `agent(alias) { … }`",
+    IMPOSSIBLE_ERROR_CODE: "remove the code from `catch on`",
+    UNREACHABLE_CATCH: "remove the `catch`",
+    PARALLEL_ONE_BRANCH: "give `parallel` two branches or more, or run the one directly",
+    UNREACHABLE_ARM: "remove the arm, or move it before the arms that cover it",
+    STALE_GENERATED_MODULE: "run `flowc gen python` again",
+    UNKNOWN_AGENT_PROFILE: "name a profile of the flow.toml",
+    UNKNOWN_EXTERN_TOOL: "name a tool of the flow.toml's [tools] modules or plans",
+    EXTERN_TOOL_SIGNATURE: "make the declaration agree with the function or plan",
+    COST_OVER_BUDGET: "raise the `budget`, or bound the flow's model calls",
+    OPTIONAL_UNION_MEMBER: 'put the `?` on the whole union: `("a" | "b")?`',
+    OPTIONAL_IN_TEXT: 'give a default: `${x ?? "none"}`',
+    BRACE_NOT_INTERPOLATION: "write `${…}` to read the value",
+}
+
+
+def fallback_hint(code: str, message: str) -> str | None:
+    """The hint of a `.flow` diagnostic given none by its emit site (``check_module`` fills
+    them in last): for ``syntax-error``, what its ``message`` says was expected ("expected `}`
+    …, found `]`" → "write `}` … here"); else :data:`FALLBACK_HINTS` (None for a plan code)."""
+    if code == SYNTAX_ERROR:
+        for pattern, hint in _SYNTAX_FALLBACKS:
+            m = re.match(pattern, message)
+            if m is not None:
+                return hint.format(*m.groups())
+        return "write it as docs/reference/ shows the construct (`flowc fmt` lays out valid code)"
+    return FALLBACK_HINTS.get(code)
+
+
+#: (message pattern, hint) of `syntax-error`s given no hint, the first that matches
+_SYNTAX_FALLBACKS: list[tuple[str, str]] = [
+    (r"unexpected character (`.+`)$", "remove {0}: outside a string it has no meaning in `.flow`"),
+    (r"unterminated string", 'close the string: `"` on the same line, `"""` for several lines'),
+    (r"unterminated comment", "close the comment with `*/`"),
+    (r"unexpected (`.+?`): there is no open", "remove {0}, or open what it closes"),
+    (r"the (`.+?`) header must be the first", "move {0} to the top of the file"),
+    (r"expected (.+?),? found (.+)$", "write {0} here (found {1})"),
+]
+
 
 # Plan files (docs/spec/PLAN_IR.md §1–6): what `flowc plan validate`, the loader and tool
 # resolution report.

@@ -149,6 +149,10 @@ class StringLit(Expr):
 
     parts: list[str | Interpolation]
     triple: bool = False
+    #: each ``{name}`` / ``{name.field…}`` (or ``{{…}}``) written as source text in the string
+    #: (never one made by an escape, ``\u{7B}``, nor ``\${…}``): (``name.field…``, its span).
+    #: The checker warns for those naming a value in scope (``brace-not-interpolation``).
+    braces: list[tuple[str, Span]] = field(default_factory=list)
 
     @property
     def is_plain(self) -> bool:

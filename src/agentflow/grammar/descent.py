@@ -50,7 +50,7 @@ from agentflow.grammar.scanner import (
     SynErr,
     starts_declaration,
 )
-from agentflow.grammar.tokens import _NL_VARIANT, _TOKEN_RE, MATCH_AFTER
+from agentflow.grammar.tokens import _NL_VARIANT, _TOKEN_RE, MATCH_AFTER, brace_refs
 
 __all__ = ["Descent", "parse_clean", "parse_fast", "tokenize"]
 
@@ -252,11 +252,12 @@ def tokenize(
                 i, j = m.span(g)
                 s = text[i + 1 : j - 1]
                 kpush("STRING")
-                vpush(
-                    ast.StringLit(
-                        Span(file, line, i - ls + 1, line, j - ls + 1, i, j), [s] if s else []
-                    )
+                lit = ast.StringLit(
+                    Span(file, line, i - ls + 1, line, j - ls + 1, i, j), [s] if s else []
                 )
+                if "{" in s:
+                    lit.braces = brace_refs(text, i + 1, j - 1, file, line, ls, 0)
+                vpush(lit)
                 ipush(i)
                 lpush(lp)
                 if doc is not None:

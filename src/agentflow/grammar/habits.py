@@ -140,6 +140,12 @@ def habit_hint(tok: Any, expected: set[str], values: list[Any] | None, sc: Scann
             f"there is no `{str(tok.value) * 2}`: a `let` is bound once; name the next value "
             f"(`let {x}2 = {x} {tok.value} 1`), or count with `reduce` or `loop`"
         )
+    if typ == "STAR" and _type(prev) == "STAR" and _touches(sc, prev, tok):
+        # `2 ** 3` of Python, JavaScript, Ruby: the standard library has no power function
+        return "there is no `**` (nor a power function): multiply, `x * x` (or `x * x * x`)"
+    if word in ("except", "rescue") and sc.text[: tok.start - sc.ob].rstrip().endswith("}"):
+        # `try { … } except { … }` of Python, `rescue` of Ruby
+        return f"a `try` is caught with `catch`, not `{word}`: `try {{ … }} catch {{ … }}`"
     if typ == "DOTDOT" and sc.text.startswith("...", tok.start - sc.ob):
         return _spread(sc, tok)
     if tok.bol and word is not None and "STAGE" in expected:

@@ -63,6 +63,21 @@ _FOREIGN_CHARACTERS = {
 }
 
 
+#: the text of a `{ … }` up to a `;` that is a field (`a: int`) or an entry (`a: 1`) started
+#: after `{`, `,` or a line break: the `;` separates fields there
+_ENTRY_BEFORE = re.compile(r"(?:^|[{,\n])[ \t]*[A-Za-z_][A-Za-z0-9_]*\??[ \t]*:[^;{}\n=]*$")
+FIELD_SEPARATOR_HINT = (
+    "a type's fields (and an object's entries) are separated by `,` or a line break, not `;`: "
+    "`type T { a: int, b: text }`"
+)
+
+
+def semicolon_between_fields(text: str, opened: int, i: int) -> bool:
+    """Whether the ``;`` at ``text[i]`` follows a field or an entry of the ``{`` at
+    ``text[opened]`` (the innermost open bracket): ``type T { a: int; b: text }``."""
+    return text[opened] == "{" and _ENTRY_BEFORE.search(text, opened, i) is not None
+
+
 def _single_quoted(text: str, i: int, n: int) -> str | None:
     """The hint for a ``'`` at ``i``: a string (an import path too) is written in double
     quotes — with the text it quotes when a ``'`` closes it on the same line."""

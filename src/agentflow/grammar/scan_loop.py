@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from agentflow.core.diagnostics import Replacement
 from agentflow.core.vocabulary import (
     CALL_CLAUSE_WORDS,
     MAX_NESTING,
@@ -29,7 +30,14 @@ from agentflow.core.vocabulary import RESERVED_WORDS as _RESERVED
 from agentflow.grammar import ast
 from agentflow.grammar.division import floor_hint
 from agentflow.grammar.habit_fixes import foreign_fix
-from agentflow.grammar.scan_errors import _FOREIGN_CHARACTERS, SynErr, _badnum_hint, _single_quoted
+from agentflow.grammar.scan_errors import (
+    _FOREIGN_CHARACTERS,
+    FIELD_SEPARATOR_HINT,
+    SynErr,
+    _badnum_hint,
+    _single_quoted,
+    semicolon_between_fields,
+)
 from agentflow.grammar.tokens import (
     _BLANKS,
     _COLON_AFTER,
@@ -43,6 +51,7 @@ from agentflow.grammar.tokens import (
     OPS,
     TOP_LEVEL,
     Tok,
+    brace_refs,
     starts_declaration,
 )
 
@@ -96,6 +105,11 @@ def scan_tokens(
             ch = text[i]
             shown = repr(ch)[1:-1] if not ch.isprintable() else ch
             width = 2 if text.startswith(ch * 2, i) and ch in "&" else 1
+            between = (
+                ch == ";"
+                and bool(stack)
+                and semicolon_between_fields(text, stack[-1].start - ob, i)
+            )
             err = sc.error(
                 f"unexpected character `{shown}`",
                 i,
@@ -104,9 +118,13 @@ def scan_tokens(
                 ls,
                 resume=i + width,
                 depth=len(stack),
-                hint=_FOREIGN_CHARACTERS.get(ch) or _single_quoted(text, i, n),
+                hint=FIELD_SEPARATOR_HINT
+                if between
+                else _FOREIGN_CHARACTERS.get(ch) or _single_quoted(text, i, n),
             )
             err.fix = foreign_fix(text, i, i + width, err.span) if err.hint else None
+            if between and err.fix is None:  # more on the line: the `;` becomes a `,`
+                err.fix = Replacement(err.span, ",", "Replace `;` with `,`")
             raise err
         g = m.lastindex or 0  # never None: some group, `eof` at least, matched
         kind = _KIND[g]
@@ -254,6 +272,8 @@ def scan_tokens(
                         j = pm.end()
                         s = pm.group(1)
                         lit = ast.StringLit(sc.span_at(i, j, line, ls), [s] if s else [])
+                        if "{" in s:
+                            lit.braces = brace_refs(text, i + 1, j - 1, file, line, ls, ob)
                     else:
                         lit, j = sc.scan_string(i, line, ls)
                 else:

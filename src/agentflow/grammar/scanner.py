@@ -55,6 +55,7 @@ from agentflow.grammar.tokens import (
     TOP_LEVEL,
     TRIVIA,
     Tok,
+    brace_refs,
     starts_declaration,
 )
 
@@ -370,6 +371,7 @@ class Scanner:
         n = self.end
         parts: list[Any] = []
         buf: list[str] = []
+        braces: list[tuple[str, Span]] = []
         j = i + 1
         start_line, start_ls = line, ls
         search = _STR_SPECIAL.search
@@ -388,6 +390,8 @@ class Scanner:
             k = m.start()
             if k > j:
                 buf.append(text[j:k])
+                if "{" in buf[-1]:
+                    braces += brace_refs(text, j, k, self.file, line, ls, self.ob)
             c = m.group()
             if c == '"':
                 j = k + 1
@@ -413,7 +417,7 @@ class Scanner:
             parts.append("".join(buf))
         span = self.span_at(i, j, self.line, self.ls)
         self.line, self.ls = line, ls
-        return ast.StringLit(span, parts), j
+        return ast.StringLit(span, parts, braces=braces), j
 
     def scan_triple(self, i: int, line: int, ls: int) -> tuple[ast.StringLit, int]:
         """Scan a ``\"\"\"…\"\"\"`` string at text[i]; trims indentation like Kotlin's trimIndent."""
@@ -422,6 +426,7 @@ class Scanner:
         start_line, start_ls = line, ls
         # pieces: ("raw", text) for source text, ("esc", text) for decoded escapes, or nodes
         pieces: list[Any] = []
+        braces: list[tuple[str, Span]] = []
         j = i + 3
         search = _STR3_SPECIAL.search
         while True:
@@ -437,6 +442,8 @@ class Scanner:
             k = m.start()
             if k > j:
                 pieces.append(("raw", text[j:k]))
+                if "{" in pieces[-1][1]:
+                    braces += brace_refs(text, j, k, self.file, line, ls, self.ob)
             c = m.group()
             if c == '"""':
                 j = k + 3
@@ -466,7 +473,8 @@ class Scanner:
                 j = k + 1
         span = self.span_at(i, j, start_line, start_ls)
         self.line, self.ls = line, ls
-        return ast.StringLit(span, _trim_indent(pieces), triple=True), j
+        lit = ast.StringLit(span, _trim_indent(pieces), triple=True, braces=braces)
+        return lit, j
 
 
 def _trim_indent(pieces: list[Any]) -> list[Any]:

@@ -258,6 +258,42 @@ def _match_hint(tok: Any, expected: set[str], prev: Tok | None, sc: Scanner) -> 
 _FN_NAME_BEFORE = re.compile(r"(?:^|[\s;])fn\s+[A-Za-z_][A-Za-z0-9_]*\s*$")
 
 
+#: the words of a unit of time → (`.flow`'s unit, how many of it one is)
+_UNIT_WORDS = {
+    **dict.fromkeys(("ms", "msec", "msecs", "millis", "millisecond", "milliseconds"), ("ms", 1)),
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), ("s", 1)),
+    **dict.fromkeys(("m", "min", "mins", "minute", "minutes"), ("m", 1)),
+    **dict.fromkeys(("h", "hr", "hrs", "hour", "hours"), ("h", 1)),
+    **dict.fromkeys(("d", "day", "days"), ("h", 24)),
+}
+
+
+def unit_word_hint(number: str, word: str) -> str | None:
+    """The hint of a duration spelt with a word (``20 minutes`` → ``20m``, ``2 days`` →
+    ``48h``), or None when ``word`` names no unit of time."""
+    unit = _UNIT_WORDS.get(word.lower())
+    if unit is None or not number.isdigit():
+        return None
+    written = f"{int(number) * unit[1]}{unit[0]}"
+    return (
+        f"a duration is written with its unit against the number: `{written}` "
+        f"(not `{number} {word}`; the units are `ms`, `s`, `m`, `h`)"
+    )
+
+
+def _first_in_block(values: list[Any] | None) -> bool:
+    """Whether the last token shifted (``values[-1]``) starts the first statement of a block
+    opened on its line: the parser holds ``{``, the block's statements so far (a list), then it.
+    (An object's ``{ a`` holds no list: ``{ a = 1 }`` is not an assignment.)"""
+    return (
+        values is not None
+        and len(values) >= 3
+        and isinstance(values[-2], list)
+        and isinstance(values[-3], Tok)
+        and values[-3].type == "LBRACE"
+    )
+
+
 def _syntax_hint(
     tok: Any, expected: set[str], values: list[Any] | None, sc: Scanner, in_agent_block: bool
 ) -> str | None:
@@ -367,8 +403,14 @@ def _syntax_hint(
             f"`.flow` binds a name with `let`: `let {bound.group(2)}{typed} = …` (bound once; "
             f"there is no `{bound.group(1)}`)"
         )
-    if typ == "EQUALS" and prev is not None and prev.type == "NAME" and prev.bol:
-        # `n = n + 1` on a line of its own: an assignment
+    if (
+        typ == "EQUALS"
+        and prev is not None
+        and prev.type == "NAME"
+        and (prev.bol or _first_in_block(values))
+    ):
+        # `n = n + 1` on a line of its own, or first in a one-line block (`if c { n = n + 1 }`):
+        # an assignment
         return (
             f"a `let` is bound once and cannot be assigned again; name the new value "
             f"(`let {prev.value}2 = …`), or fold a list with `reduce`"
@@ -386,10 +428,16 @@ def _syntax_hint(
     if tok.value == "if" and "NAME" in expected:
         # `1 + if c then a else b`: the conditional takes the lowest precedence
         return "a conditional inside an expression needs parentheses: `(if c then a else b)`"
-    if typ == "STRING" and "COLON" in expected:
+    if typ in ("STRING", "EQUALS") and "COLON" in expected:
         return "object entries are written `key: value`"
     if typ == "NUMBER" and "DURATION" in expected:
-        return f"a duration needs a unit: `{tok.value}s` (or `ms`, `m`, `h`)"
+        after = re.match(r"[ \t]+([A-Za-z]+)", sc.text[tok.end - sc.ob :])
+        spelt = unit_word_hint(str(tok.value), after.group(1)) if after else None
+        return spelt or f"a duration needs a unit: `{tok.value}s` (or `ms`, `m`, `h`)"
+    if typ == "NAME" and prev is not None and prev.type == "NUMBER" and prev.end_line == tok.line:
+        spelt = unit_word_hint(str(prev.value), str(tok.value))  # `timeout 2 hours`
+        if spelt is not None:
+            return spelt
     if typ == "NAME" and {"STUB", "EXPECT", "REPLAY"} <= expected:
         return test_line_hint(tok, sc)
     clause = clause_synonym_hint(tok, expected)

@@ -33,6 +33,7 @@ __all__ = [
     "Tok",
     "TRIVIA",
     "COMMENTS",
+    "brace_refs",
 ]
 
 #: Keywords that start a top-level item (recovery points).
@@ -103,6 +104,27 @@ _KIND: tuple[str, ...] = tuple(_GROUP_NAMES.get(g, "") for g in range(_TOKEN_RE.
 
 _BLANKS = re.compile(r"[ \t\r\f\v\ufeff]*")
 _PLAIN_STR = re.compile(r'"([^"\\$\n]*)"')
+
+#: ``{name}`` / ``{name.field…}`` (blanks allowed inside), or the same in ``{{…}}``, as written
+_PATH = r"[ \t]*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)[ \t]*"
+_BRACE_REF = re.compile(r"\{\{" + _PATH + r"\}\}|\{" + _PATH + r"\}")
+
+
+def brace_refs(
+    text: str, i: int, j: int, file: str, line: int, ls: int, ob: int
+) -> list[tuple[str, Span]]:
+    """Each ``{name…}`` of the source text ``text[i:j]`` (a run of a string's literal text on
+    one line, starting at index ``ls``; ``ob`` is added to offsets), as (``name.field…``, span
+    of the braces): :attr:`ast.StringLit.braces`. One right after ``$`` (``\\${x}``, the
+    ``$`` escaped) is not one."""
+    found: list[tuple[str, Span]] = []
+    for m in _BRACE_REF.finditer(text, i, j):
+        k, e = m.span()
+        if k > 0 and text[k - 1] == "$":
+            continue
+        span = Span(file, line, k - ls + 1, line, e - ls + 1, k + ob, e + ob)
+        found.append((m.group(1) or m.group(2), span))
+    return found
 
 
 _COLON_AFTER = re.compile(r"[ \t]*:(?!:)")
