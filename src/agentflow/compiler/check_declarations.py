@@ -420,11 +420,11 @@ class DeclarationChecks(CheckerShared):
         used = {sym.name for sym in self.refs.values() if sym.kind == "use"}
         # an alias an `unknown agent` was told it meant (`agent(wri)`: "did you mean `writer`?")
         used |= {
-            (d.hint or "").split("`")[1]
+            d.fix.text
             for d in self.diags
             if d.code == D.UNKNOWN_NAME
             and d.message.startswith("unknown agent")
-            and (d.hint or "").startswith("did you mean `")
+            and d.fix is not None
         }
         for alias, item in self.uses.items():
             if self.reserved_name(alias, item.alias.span, "an agent alias"):

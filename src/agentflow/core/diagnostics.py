@@ -368,7 +368,46 @@ class Diagnostic:
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
     """Return a hint naming the closest of ``candidates`` (any iterable of names: a list, a set,
-    a dict's keys) by edit distance, or None.
+    a dict's keys) by edit distance, or None: ``meant_hint(closest(name, candidates))``."""
+    best = closest(name, candidates)
+    return meant_hint(best) if best is not None else None
+
+
+def meant_hint(meant: str) -> str:
+    """The hint of a misspelling: ``did you mean `meant`?``."""
+    return f"did you mean `{meant}`?"
+
+
+def respelling(
+    span: Span, wrong: str, meant: str | None, *, before: str = "", after: str = ""
+) -> Replacement | None:
+    """The quick fix of a misspelt name (``Diagnostic.fix``, made with the "did you mean"
+    hint): ``wrong`` replaced by ``meant``, where ``span`` covers exactly ``before``, ``wrong``
+    and ``after`` on one line (``before="@"`` for ``@lenght``; ``before=after='"'`` for a
+    quoted ``"titel"``, whose quotes are kept).  None when ``meant`` is None or the same, or
+    ``span`` is not that long (the name written otherwise: an escape in a string), or a quoted
+    name would need one (``"``, ``\\``, ``$`` in ``meant``)."""
+    if meant is None or meant == wrong or not wrong:
+        return None
+    if span.line != span.end_line or span.end - span.start != len(before + wrong + after):
+        return None
+    if before == '"' and any(c in meant for c in '"\\$'):
+        return None
+    k = len(before)
+    at = Span(
+        span.file,
+        span.line,
+        span.column + k,
+        span.line,
+        span.column + k + len(wrong),
+        span.start + k,
+        span.start + k + len(wrong),
+    )
+    return Replacement(at, meant, f"Change `{wrong}` to `{meant}`")
+
+
+def closest(name: str, candidates: Iterable[str]) -> str | None:
+    """The closest of ``candidates`` to ``name`` by edit distance, or None.
 
     Uses the edit distance with adjacent transpositions (optimal string alignment: ``retyr`` is
     one edit from ``retry``) and a cut-off of ``max(1, len(name) // 3)`` (Starlark-go's resolver
@@ -383,7 +422,7 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
             continue  # nothing in common: a guess, not a typo
         if d <= limit and (best is None or d < best[0]):
             best = (d, cand)
-    return f"did you mean `{best[1]}`?" if best else None
+    return best[1] if best else None
 
 
 def suggested(hint: str) -> str:
@@ -467,9 +506,9 @@ def foreign_type_kind(name: str) -> str | None:
     low = name.lower()
     kind = _FOREIGN_KINDS.get(low)
     if kind is None and len(low) >= 5:
-        close = did_you_mean(low, _FOREIGN_KINDS)
+        close = closest(low, _FOREIGN_KINDS)
         if close is not None:
-            kind = _FOREIGN_KINDS[suggested(close)]
+            kind = _FOREIGN_KINDS[close]
     return kind
 
 
@@ -478,6 +517,14 @@ def foreign_type_hint(name: str) -> str | None:
     "agentflow's string type is `text`"), or None.  See :func:`foreign_type_kind`."""
     kind = foreign_type_kind(name)
     return _KIND_HINTS[kind] if kind else None
+
+
+def foreign_type_meant(name: str) -> str | None:
+    """agentflow's type for a type name from another language when its hint names exactly one
+    to write in its place (``string`` → ``text``, ``Integer`` → ``int``, ``double`` →
+    ``number``, ``void`` → ``null``: the quick fix of :func:`foreign_type_hint`), else None."""
+    kind = foreign_type_kind(name)
+    return kind if kind in ("text", "int", "bool", "number", "null") else None
 
 
 def agentflow_type_name(name: str) -> str:

@@ -1,7 +1,7 @@
 """Quick fixes: the mechanical edits a diagnostic's hint states exactly (the diagnostic's own
-``fix``, made with its hint; a "did you mean",
-another language's type name, ``tools []``, an unused ``let``, an undeclared agent, the `:` of
-``count int``, a deleted `}`)."""
+``fix``, made with its hint where the diagnostic is made: a "did you mean", another language's
+type name, another language's habit; ``tools []``, an unused ``let``, an undeclared agent, the
+`:` of ``count int``, a deleted `}`)."""
 
 from __future__ import annotations
 
@@ -28,19 +28,10 @@ class Fix:
     preferred: bool = False
 
 
-_DID_YOU_MEAN = re.compile(r"did you mean `([^`]+)`\?\Z")
-
-
-_LAST_TICKED = re.compile(r"`([^`]*)`[^`]*\Z")
-
-
 _UNUSED_HINT = re.compile(r"remove it, or name it `(_[A-Za-z0-9_]*)`\Z")
 
 
 _DECLARE_USE = re.compile(r'declare it: `(use agent "([A-Za-z_][A-Za-z0-9_]*)" as \2)`\Z')
-
-
-_FOREIGN_TYPE = re.compile(r"agentflow's [\w-]+ type is `([A-Za-z_][A-Za-z0-9_]*)`")
 
 
 _EMPTY_TOOLS = re.compile(r"tools\s*\[\s*\]\Z")
@@ -49,17 +40,16 @@ _EMPTY_TOOLS = re.compile(r"tools\s*\[\s*\]\Z")
 def fixes(a: Analysis, d: Diagnostic) -> list[Fix]:
     """The mechanical edits the hint of diagnostic ``d`` (one of this analysis') states.
 
-    - the diagnostic's own ``fix`` (:class:`~agentflow.core.diagnostics.Replacement`: ``&&``,
-      ``||``, ``!x``, ``===``, ``?.``, ``elif``, a single-quoted string, a ``;`` ending a line —
-      :mod:`agentflow.grammar.habit_fixes`), made where its hint is; preferred;
-    - "did you mean `X`?" (``unknown-name``/``-type``/``-field``/``-tool``/``-argument``/
-      ``-error-code``, ``invalid-constraint``, ``invalid-value`` for ``@format``, and
-      ``type-mismatch`` for an unknown key of an object literal): the misspelt name — the
-      last backticked word of the message — is replaced by ``X`` where a span of the
-      diagnostic (its primary span, else a note's) is exactly that name, that name quoted
-      (the quotes are kept) or ``@`` and the name; preferred;
-    - ``unknown-type`` of another language's type name, "agentflow's string type is
-      `text`": the name replaced by that type (when it is a plain name); preferred;
+    - the diagnostic's own ``fix`` (:class:`~agentflow.core.diagnostics.Replacement`), made
+      with its hint where the diagnostic is made; preferred.  That is every "did you mean
+      `X`?" of a misspelt name (:func:`~agentflow.core.diagnostics.respelling`: an unknown
+      name, type, field — ``input.titel``, a record's, an agent result's, an object literal's
+      key —, tool, argument, agent alias, error code, constraint, ``@format``, function,
+      import, keyword, agent clause, a string literal compared or matched), another
+      language's type name (``string`` → ``text``), and the habits of other languages
+      (``&&``, ``||``, ``!x``, ``===``, ``?.``, ``elif``, a single-quoted string, a ``;``
+      ending a line — :mod:`agentflow.grammar.habit_fixes`); the hint's text is never read
+      for them;
     - ``empty-tools`` "write `tools none`": the clause, when it reads ``tools [ ]``;
       preferred;
     - ``unused-variable`` "name it `_x`": a rename to ``_x``, only when
@@ -79,14 +69,6 @@ def fixes(a: Analysis, d: Diagnostic) -> list[Fix]:
         return []
     if d.fix is not None and d.fix.span.file == d.span.file:  # the one edit the hint states
         return [Fix(d.fix.title, [(d.fix.span.start, d.fix.span.end, d.fix.text)], True)]
-    m = _DID_YOU_MEAN.match(hint)
-    if m:
-        fix = replace_misspelt(a, d, m.group(1))
-        return [fix] if fix is not None else []
-    m = _FOREIGN_TYPE.match(hint)
-    if m and d.code == "unknown-type":
-        fix = replace_misspelt(a, d, m.group(1))
-        return [fix] if fix is not None else []
     if d.code == "empty-tools" and "`tools none`" in hint:
         if _EMPTY_TOOLS.match(a.text[d.span.start : d.span.end]):
             edit = (d.span.start, d.span.end, "tools none")
@@ -197,37 +179,6 @@ def _line_end(text: str, line: int) -> int | None:
             return None
     end = text.find("\n", k)
     return len(text) if end < 0 else end
-
-
-def replace_misspelt(a: Analysis, d: Diagnostic, new: str) -> Fix | None:
-    """A fix replacing the misspelt name (the last backticked word of ``d``'s message) by
-    ``new`` at the span of ``d`` (or a note) that reads as that name, or None."""
-    mt = _LAST_TICKED.search(d.message)
-    if mt is None:
-        return None
-    wrong = mt.group(1).removeprefix("@")
-    if not wrong or wrong == new:
-        return None
-    spans = [d.span] + [n.span for n in d.notes if n.span is not None]
-    for sp in spans:
-        if sp.file != d.span.file:
-            continue
-        written = a.text[sp.start : sp.end]
-        if written == wrong:
-            edit = (sp.start, sp.end, new)
-        elif written == "@" + wrong:
-            edit = (sp.start + 1, sp.end, new)
-        elif (
-            len(written) >= 2
-            and written[0] == written[-1] == '"'
-            and written[1:-1] == wrong
-            and not any(c in new for c in '"\\$')
-        ):
-            edit = (sp.start + 1, sp.end - 1, new)
-        else:
-            continue
-        return Fix(f"Change `{wrong}` to `{new}`", [edit], True)
-    return None
 
 
 def top_insertion(a: Analysis, line: str) -> tuple[int, int, str]:
