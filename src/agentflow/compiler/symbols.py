@@ -88,12 +88,6 @@ def suggest_name(name: str, candidates: Iterable[str]) -> str | None:
     return None
 
 
-def suggest_alias(name: str, candidates: Iterable[str]) -> str | None:
-    """:func:`suggest_alias_name` as a "did you mean" hint, or None."""
-    meant = suggest_alias_name(name, candidates)
-    return meant_hint(meant) if meant is not None else None
-
-
 def suggest_alias_name(name: str, candidates: Iterable[str]) -> str | None:
     """:func:`suggest_name`, or the one candidate ``name`` begins or ends (``wri`` →
     ``writer``, ``crit`` → ``critic``: an alias cut short)."""
