@@ -31,7 +31,6 @@ stage todos -> text {
         ('stub stage todo returns "x"', "todo", "todos"),
         ("stub step hts returns []", "hts", "hits"),
         ('stub tool grep fails "tool_eror"', "tool_eror", "tool_error"),
-        ('stub agent helper fails "timout"', "timout", "timeout"),
     ],
 )
 def test_a_misspelt_stub_name_carries_its_edit(stub, wrong, meant):

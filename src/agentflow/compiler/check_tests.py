@@ -55,7 +55,7 @@ from agentflow.compiler.types import (
     type_str,
 )
 from agentflow.core import diagnostics as D
-from agentflow.core.diagnostics import Note, closest
+from agentflow.core.diagnostics import Note, did_you_mean, meant_among
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import ERROR_CODES
 from agentflow.grammar import ast
@@ -147,13 +147,11 @@ def _constant(checker: CheckerShared, value: ast.Expr, what: str, case: str | No
 
 def _code(checker: CheckerShared, code: str, span: Span | None) -> None:
     if code not in ERROR_CODES and span is not None:
-        meant = closest(code, list(ERROR_CODES))
         checker.report(
             D.UNKNOWN_ERROR_CODE,
             f'"{code}" is not a run-time error code',
             span,
-            hint=D.meant_hint(meant) if meant else "codes: " + ", ".join(ERROR_CODES),
-            fix=D.respelling(span, code, meant, before='"', after='"'),
+            hint=meant_among(span, code, ERROR_CODES) or "codes: " + ", ".join(ERROR_CODES),
         )
 
 
@@ -602,7 +600,6 @@ def _unknown_target(
     notes: list[Note] | None = None,
     hint: str | None = None,
     names_nothing: bool = True,
-    fix: D.Replacement | None = None,
 ) -> None:
     """Report ``unknown-stub-target``.  A stub that ``names_nothing`` (no such stage, `let`,
     alias, ask or tool) is not reported while the parse dropped an item (a ``syntax-error``
@@ -612,7 +609,7 @@ def _unknown_target(
     computed `let`) is reported all the same."""
     if names_nothing and any(d.code == D.SYNTAX_ERROR for d in checker.diags):
         return
-    checker.report(D.UNKNOWN_STUB_TARGET, message, span, notes=notes, hint=hint, fix=fix)
+    checker.report(D.UNKNOWN_STUB_TARGET, message, span, notes=notes, hint=hint)
 
 
 def _var(checker: CheckerShared, name: str, t: Type, span: Span) -> Var:
@@ -630,15 +627,12 @@ def _check_stub(
     if stub.kind == "tool":
         sig = checker.tool_decls.get(name)
         if sig is None:
-            meant = closest(name, list(checker.tool_decls))
             _unknown_target(
                 checker,
                 f"`{name}` is not a tool of this flow",
                 stub.target.span,
-                hint=D.meant_hint(meant)
-                if meant
-                else f"declare it: `extern tool {name}(…) -> …` (docs/reference/tools.md)",
-                fix=D.respelling(stub.target.span, name, meant),
+                hint=meant_among(stub.target.span, name, checker.tool_decls)
+                or f"declare it: `extern tool {name}(…) -> …` (docs/reference/tools.md)",
             )
             return
         for fails in _failures(stub):
@@ -663,23 +657,20 @@ def _check_stub(
         if not targets:
             # the aliases declared and called (an `agent(wri)` of no alias is reported there)
             known = sorted({c.alias for c in calls if c.alias in checker.uses})
-            meant = suggest_alias_name(name, known or checker.uses)
+            near = suggest_alias_name(name, known or checker.uses)
             _unknown_target(
                 checker,
                 f"no agent call of this flow uses the alias `{name}`",
                 stub.target.span,
-                hint=D.meant_hint(meant)
-                if meant
-                else (f"agent aliases called: {', '.join(known)}" if known else None),
-                fix=D.respelling(stub.target.span, name, meant),
+                hint=D.meant_at(stub.target.span, name, near)
+                or (f"agent aliases called: {', '.join(known)}" if known else None),
             )
             return
     else:
         targets = [c for c in calls if c.stage == name]
         if not targets:
             stages = sorted({c.stage for c in calls})
-            meant = closest(name, stages)
-            hint = D.meant_hint(meant) if meant else None
+            hint = meant_among(stub.target.span, name, stages)
             if name in checker.all_stages:
                 message = f"stage `{name}` calls no agent"
                 hint = hint or _no_agent_hint(checker, checker.all_stages[name], stages)
@@ -691,7 +682,6 @@ def _check_stub(
                 stub.target.span,
                 hint=hint or (f"stages with agents: {', '.join(stages)}" if stages else None),
                 names_nothing=name not in checker.all_stages,
-                fix=D.respelling(stub.target.span, name, meant),
             )
             return
     for fails in _failures(stub):
@@ -860,15 +850,11 @@ def _agent_code(checker: CheckerShared, stub: ast.TestStub, fails: ast.StubFails
     if fails.code in codes:
         return
     if fails.code not in ERROR_CODES:
-        meant = closest(fails.code, codes)
         checker.report(
             D.UNKNOWN_ERROR_CODE,
             f'"{fails.code}" is not a run-time error code',
             fails.code_span,
-            hint=D.meant_hint(meant) if meant else "an agent fails with: " + ", ".join(codes),
-            fix=D.respelling(fails.code_span, fails.code, meant, before='"', after='"')
-            if fails.code_span is not None
-            else None,
+            hint=did_you_mean(fails.code, codes) or "an agent fails with: " + ", ".join(codes),
         )
         return
     what = "the agents of stage" if stub.kind == "stage" else "the agent"
@@ -1106,11 +1092,8 @@ def _branch_targets(
             if several
             else f"the `parallel` block of `{name}` has no branch `{key}`",
             branch.span,
-            hint=D.meant_hint(meant)
-            if (meant := closest(key, every))
-            else f"{'their' if several else 'its'} branches: {listed}",
+            hint=did_you_mean(key, every) or f"{'their' if several else 'its'} branches: {listed}",
             names_nothing=False,
-            fix=D.respelling(branch.span, key, meant),
         )
         return None
     out = []
@@ -1150,16 +1133,13 @@ def _check_named_stub(checker: CheckerShared, stub: ast.TestStub, case: str | No
                     if any(isinstance(n, ast.AskExpr) for n in ast.walk(st.body))
                 }
             )
-            nested = _nested_ask_hint(checker, name)
-            meant = None if nested else closest(name, asks)
             _unknown_target(
                 checker,
                 f"no `ask` of this flow is bound to `{name}` or inside a stage `{name}`",
                 stub.target.span,
-                hint=nested
-                or (D.meant_hint(meant) if meant else None)
+                hint=_nested_ask_hint(checker, name)
+                or meant_among(stub.target.span, name, asks)
                 or (_asks_hint(asks) if asks else "this flow asks nothing"),
-                fix=D.respelling(stub.target.span, name, meant),
             )
             return
     else:
@@ -1189,8 +1169,7 @@ def _check_named_stub(checker: CheckerShared, stub: ast.TestStub, case: str | No
             lets = sorted(
                 {s.name for s in named_steps(checker.stage_order, checker.types) if s.name}
             )
-            meant = closest(name, lets)
-            hint = D.meant_hint(meant) if meant else None
+            hint = meant_among(stub.target.span, name, lets)
             stage = checker.all_stages.get(name)
             if hint is None and stage is not None:
                 # `stub step real` for a stage: a stage is stubbed through what it calls
@@ -1204,7 +1183,6 @@ def _check_named_stub(checker: CheckerShared, stub: ast.TestStub, case: str | No
                 f"no `let {name} = …` in this flow's stages",
                 stub.target.span,
                 hint=hint or (f"steps that can be stubbed: {', '.join(lets)}" if lets else None),
-                fix=D.respelling(stub.target.span, name, meant),
             )
             return
     for value in _values(stub):

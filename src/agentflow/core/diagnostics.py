@@ -327,13 +327,27 @@ class Replacement:
     title: str
 
 
+class FixedHint(str):
+    """A hint together with the one exact edit it states (``fix``): the hint's text wherever a
+    ``str`` goes; a :class:`Diagnostic` made with it takes that edit as its ``fix`` (the
+    grammar's habit hints, :func:`meant_at`)."""
+
+    fix: Replacement
+
+    def __new__(cls, text: str, fix: Replacement) -> FixedHint:
+        self = super().__new__(cls, text)
+        self.fix = fix
+        return self
+
+
 @dataclass(slots=True)
 class Diagnostic:
     """One finding of the parser or checker.
 
     ``span`` is the primary span (1-based line/column, end exclusive).  ``severity`` defaults to
     the code's registered severity.  ``hint`` is a short suggestion ("did you mean `owner`?");
-    ``fix``, when the hint is one exact edit, that edit.
+    ``fix``, when the hint is one exact edit, that edit (given, or carried by a
+    :class:`FixedHint` hint, which is kept as a plain ``str``).
     """
 
     code: str
@@ -350,6 +364,9 @@ class Diagnostic:
             raise ValueError(f"unregistered diagnostic code {self.code!r}")
         if self.severity == "error" and info.severity == "warning":
             self.severity = "warning"
+        if isinstance(self.hint, FixedHint):
+            self.fix = self.fix or self.hint.fix
+            self.hint = str(self.hint)
 
     @property
     def is_error(self) -> bool:
@@ -404,6 +421,26 @@ def respelling(
         span.start + k + len(wrong),
     )
     return Replacement(at, meant, f"Change `{wrong}` to `{meant}`")
+
+
+def meant_at(
+    span: Span | None, wrong: str, meant: str | None, *, before: str = "", after: str = ""
+) -> str | None:
+    """The hint ``did you mean `meant`?`` carrying its :func:`respelling` at ``span`` (a
+    :class:`FixedHint`, a plain ``str`` when the span does not read as the name); None when
+    ``meant`` is None — so that ``hint=meant_at(…) or otherwise`` reads as before."""
+    if meant is None:
+        return None
+    fix = respelling(span, wrong, meant, before=before, after=after) if span else None
+    return FixedHint(meant_hint(meant), fix) if fix is not None else meant_hint(meant)
+
+
+def meant_among(span: Span | None, wrong: str, candidates: Iterable[str]) -> str | None:
+    """:func:`meant_at` of the closest of ``candidates`` to ``wrong`` (:func:`closest`), at
+    ``span`` the name as written — bare, or a plain string's text when ``span`` is two longer
+    (``"tool_eror"``: its quotes kept); None when none is close."""
+    q = '"' if span is not None and span.end - span.start == len(wrong) + 2 else ""
+    return meant_at(span, wrong, closest(wrong, candidates), before=q, after=q)
 
 
 def closest(name: str, candidates: Iterable[str]) -> str | None:
