@@ -293,6 +293,8 @@ class DeclarationChecks(CheckerShared):
             elif isinstance(item, ast.StageDecl):
                 if claim(item.name, "a stage cannot be named `input`"):
                     self.all_stages[item.name.name] = item
+                    # (`stage parallel`: a later stage's `parallel` starts a `parallel` block)
+                    self.reserved_name(item.name.name, item.name.span, "a stage")
 
     def declare_tools(self) -> None:
         """Each ``extern tool`` once, with its signature; the prelude's tools first."""

@@ -72,7 +72,7 @@ NOT_CALLABLE = _register("not-callable", "error", "a call of something that is n
 RESERVED_NAME = _register(
     "reserved-name",
     "error",
-    "a variable, parameter or function named with a word the grammar reads as its keyword",
+    "a variable, parameter, function or stage named with a word the grammar reads as its keyword",
 )
 FUNCTION_AS_VALUE = _register(
     "function-as-value", "error", "a function named without its call (`let f = upper`)"

@@ -1046,8 +1046,17 @@ def create_server() -> FlowLanguageServer:
                 if problem is not None:
                     raise JsonRpcInvalidParams(f"cannot rename: {problem}")
                 changes[other] = [lsp.TextEdit(ls.range_of(s, other_index), new) for s in found]
+        field = analysis.own_field(offset)
+        owner = analysis.field_type_name(field[2]) if field is not None else None
+        if field is not None and owner is not None and new != field[0]:
+            # a field of a `type` other files import: their uses of it follow
+            home, key = ls.file_of(uri), field[2]
+            for other, _imported, other_index, found in await ls.importer_uses(
+                uri, home, lambda a: a.field_references_of(home, key), owner, left_out
+            ):
+                changes[other] = [lsp.TextEdit(ls.range_of(s, other_index), new) for s in found]
         if left_out:  # the user is told which files keep the old name
-            old_name = name or type_name
+            old_name = name or type_name or (field[0] if field is not None else None)
             shown = ", ".join(f"`{p.name}`" for p in left_out)
             ls.window_show_message(
                 lsp.ShowMessageParams(
@@ -1084,6 +1093,14 @@ def create_server() -> FlowLanguageServer:
                 lambda a: a.type_references_of(thome, tname, params.context.include_declaration),
                 tname,
             )
+        else:  # a field of a `type` other files import: its uses there
+            field = analysis.own_field(offset)
+            owner = analysis.field_type_name(field[2]) if field is not None else None
+            if field is not None and owner is not None:
+                home, key = ls.file_of(uri), field[2]
+                more = await ls.importer_uses(
+                    uri, home, lambda a: a.field_references_of(home, key), owner
+                )
         for other, _imported, other_index, spans_there in more:
             found.extend(ls.location_of(s, other, other_index) for s in spans_there)
         return _unique_locations(found)
