@@ -111,6 +111,12 @@ def test_every_did_you_mean_carries_the_edit_it_states():
             "task",
         ),
         ('stage s -> int {\n  require 1 = 1 else fail "x"\n  return 1\n}\n', "=", "=="),
+        (
+            "extern tool count(path: text) -> int\nstage a -> int {\n"
+            '  return count(path: "a") catch on [tool-error] { 0 }\n}\n',
+            "tool-error",
+            "tool_error",
+        ),
         # a string literal compared or matched with a union of literals: its quotes kept
         (SEV + '  return input.sev == "hgih"\n}\n', "hgih", "high"),
         (SEV + '  return match input.sev { "hgih" => true, _ => false }\n}\n', "hgih", "high"),

@@ -407,7 +407,11 @@ def _syntax_hint(
         if after is not None:
             code = f"{prev.value}_{after.group(1).replace('-', '_')}"
             if code in ERROR_CODES:
-                return f"error codes are snake_case: did you mean `{code}`?"
+                hint = f"error codes are snake_case: did you mean `{code}`?"
+                i = prev.start - sc.ob  # the code as written, `tool-error`
+                at = sc.span_at(i, after.end(), prev.line, i - prev.column + 1)
+                fix = diag.respelling(at, sc.text[i : after.end()], code)
+                return FixedHint(hint, fix) if fix is not None else hint
     prev3 = values[-3] if values and len(values) > 2 and isinstance(values[-3], Tok) else None
     if (
         typ == "DOT"
