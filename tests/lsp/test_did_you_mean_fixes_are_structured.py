@@ -164,3 +164,20 @@ def test_a_misspelt_import_and_import_path_carry_their_edit(tmp_path):
         [d] = [x for x in check_file(main).diagnostics if x.fix is not None]
         assert d.fix is not None and d.fix.span.file.endswith("main.flow")
         assert text[d.fix.span.start : d.fix.span.end] == wrong and d.fix.text == meant
+
+
+def test_tools_none_a_whole_optional_union_and_a_use_line_are_carried_too():
+    text = (
+        'flow f\nuse agent "w" as w\ntype R {\n  level: "a" | "b"?\n}\n'
+        'stage s -> text {\n  let r = agent(w) { task "t" expect text tools [ ] }\n'
+        '  return r + agent(helper) { task "t" expect text }\n}\n'
+    )
+    fixed = {d.code: d.fix for d in check_source(text, "x.flow").diagnostics if d.fix}
+    out = {code: text[: f.span.start] + f.text + text[f.span.end :] for code, f in fixed.items()}
+    assert "tools none }" in out["empty-tools"]
+    assert '  level: ("a" | "b")?\n' in out["optional-union-member"]
+    assert 'use agent "w" as w\nuse agent "helper" as helper\ntype R' in out["unknown-name"]
+    assert fixed["empty-tools"].preferred and not fixed["unknown-name"].preferred
+    a = analyze(text, "x.flow")
+    [declare] = [f for d in a.result.diagnostics if d.code == "unknown-name" for f in a.fixes(d)]
+    assert declare.title == 'Declare `use agent "helper" as helper`' and not declare.preferred

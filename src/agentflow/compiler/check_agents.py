@@ -40,6 +40,7 @@ from agentflow.compiler.types import (
 )
 from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Note, meant_hint
+from agentflow.core.spans import Span
 from agentflow.core.vocabulary import (
     MAX_ITERATIONS,
     MAX_RETRY_ATTEMPTS,
@@ -232,6 +233,23 @@ class AgentChecks(CheckerShared):
                 seen[c.kind] = c
             self.clause(c)
         return t
+
+    def _use_line(self, line: str) -> D.Replacement:
+        """The insertion of the top-level ``line`` on a line of its own after the file's last
+        ``use`` item (else after its ``flow`` header, else at its start): the fix of an
+        undeclared agent."""
+        anchor: ast.Item | None = None
+        for item in self.module.items:
+            if isinstance(item, ast.UseDecl) or (
+                isinstance(item, ast.FlowHeader) and anchor is None
+            ):
+                anchor = item
+        if anchor is None:
+            at = Span(self.module.file, 1, 1, 1, 1, 0, 0)
+            return D.Replacement(at, line + "\n\n", f"Declare `{line}`", preferred=False)
+        s = anchor.span
+        at = Span(s.file, s.end_line, s.end_column, s.end_line, s.end_column, s.end, s.end)
+        return D.Replacement(at, "\n" + line, f"Declare `{line}`", preferred=False)
 
     def tool_hint(self, name: str) -> tuple[str | None, str | None]:
         """The hint of `unknown-tool` and the tool it says was meant (its quick fix), or None:
@@ -602,7 +620,9 @@ class AgentChecks(CheckerShared):
                     hint=meant_hint(meant)
                     if meant
                     else f'declare it: `use agent "{target.name}" as {target.name}`',
-                    fix=D.respelling(target.span, target.name, meant),
+                    fix=D.respelling(target.span, target.name, meant)
+                    if meant
+                    else self._use_line(f'use agent "{target.name}" as {target.name}'),
                 )
                 return
             if sym is None:
@@ -739,6 +759,9 @@ class AgentChecks(CheckerShared):
                     "`tools []` grants no tools",
                     c.span,
                     hint="write `tools none` for an agent without tools",
+                    fix=D.Replacement(c.span, "tools none", "Replace `tools []` with `tools none`")
+                    if c.span.line == c.span.end_line
+                    else None,
                 )
             for ref in v or []:
                 if ref.pattern:

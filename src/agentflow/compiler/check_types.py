@@ -638,6 +638,10 @@ class TypeChecks(CheckerShared):
             "`null` either way, and a field of it may be left out",
             t.span,
             hint=f"write `({whole})?` to say the whole union is optional",
+            # (a union over lines is left to the writer: it may hold comments)
+            fix=D.Replacement(t.span, f"({whole})?", f"Write `({whole})?`")
+            if t.span.line == t.span.end_line
+            else None,
         )
 
     def object_type(

@@ -325,6 +325,9 @@ class Replacement:
     span: Span
     text: str
     title: str
+    #: whether an editor may apply it on its own (LSP ``isPreferred``): not when the hint
+    #: leaves a choice (an undeclared agent may be a slip of another name)
+    preferred: bool = True
 
 
 class FixedHint(str):
