@@ -370,8 +370,7 @@ def _syntax_hint(
     if typ == "EQUALS" and sc.text.startswith("~", tok.end - sc.ob):
         return REGEX_OPERATOR_HINT  # `s =~ "re"` of Perl, Ruby
     if typ == "EQUALS" and "EQ" in expected:
-        fix = diag.respelling(tok.span, "=", "==")
-        return FixedHint("did you mean `==`?", fix) if fix else "did you mean `==`?"
+        return diag.meant_at(tok.span, "=", "==")
     if tok.value == "if" and _python_conditional(tok, sc):
         # `[x if c else y]`: the `if` after a whole operand
         return (
@@ -393,10 +392,9 @@ def _syntax_hint(
     if typ == "NAME":
         # `stge s {`, `paralel map`, `retyr { … }`: a keyword that fits here, misspelt
         words = [w for w, term in KEYWORDS.items() if term in expected]
-        meant = diag.closest(str(tok.value), words)
-        if meant:
-            fix = diag.respelling(tok.span, str(tok.value), meant)
-            return FixedHint(diag.meant_hint(meant), fix) if fix else diag.meant_hint(meant)
+        hint = diag.meant_at(tok.span, str(tok.value), diag.closest(str(tok.value), words))
+        if hint:
+            return hint
         if KEYWORDS["task"] in expected:  # a word of its own in an agent block
             return AGENT_BLOCK_HINT
     if prev is None:
