@@ -15,7 +15,7 @@ from typing import Any
 
 from agentflow.compiler.check_expressions import LENGTH_HINTS, literal_const, what_is
 from agentflow.compiler.checker_shared import CheckerShared
-from agentflow.compiler.symbols import Symbol, ToolSig, suggest, suggest_alias
+from agentflow.compiler.symbols import Symbol, ToolSig, suggest_alias_name, suggest_name
 from agentflow.compiler.types import (
     BOOL,
     DURATION,
@@ -39,7 +39,8 @@ from agentflow.compiler.types import (
     schema_problem,
 )
 from agentflow.core import diagnostics as D
-from agentflow.core.diagnostics import Note
+from agentflow.core.diagnostics import Note, meant_hint
+from agentflow.core.spans import Span
 from agentflow.core.vocabulary import (
     MAX_ITERATIONS,
     MAX_RETRY_ATTEMPTS,
@@ -164,11 +165,15 @@ class AgentChecks(CheckerShared):
                             callee.span,
                         )
                 elif callee.name not in self.error_names and not self.not_a_function_call(e):
+                    said, meant = self.tool_hint(callee.name)
+                    if callee.name in LENGTH_HINTS:
+                        said, meant = LENGTH_HINTS[callee.name], None
                     self.report(
                         D.UNKNOWN_TOOL,
                         f"unknown tool `{callee.name}`",
                         callee.span,
-                        hint=LENGTH_HINTS.get(callee.name) or self.tool_hint(callee.name),
+                        hint=said,
+                        fix=D.respelling(callee.span, callee.name, meant),
                     )
                 for a in e.args:
                     self.infer(a.value)
@@ -229,24 +234,43 @@ class AgentChecks(CheckerShared):
             self.clause(c)
         return t
 
-    def tool_hint(self, name: str) -> str | None:
-        """The hint of `unknown-tool`: "did you mean" for a close name or a declared tool that
-        is the name with a server prefix (`user__lookup_customer`), else the three declared
-        tools nearest by name and where catalog tools come from."""
-        hint = suggest(name, list(self.tool_decls))
-        if hint:
-            return hint
+    def _use_line(self, line: str) -> D.Replacement:
+        """The insertion of the top-level ``line`` on a line of its own after the file's last
+        ``use`` item (else after its ``flow`` header, else at its start): the fix of an
+        undeclared agent."""
+        anchor: ast.Item | None = None
+        for item in self.module.items:
+            if isinstance(item, ast.UseDecl) or (
+                isinstance(item, ast.FlowHeader) and anchor is None
+            ):
+                anchor = item
+        if anchor is None:
+            at = Span(self.module.file, 1, 1, 1, 1, 0, 0)
+            return D.Replacement(at, line + "\n\n", f"Declare `{line}`", preferred=False)
+        s = anchor.span
+        at = Span(s.file, s.end_line, s.end_column, s.end_line, s.end_column, s.end, s.end)
+        return D.Replacement(at, "\n" + line, f"Declare `{line}`", preferred=False)
+
+    def tool_hint(self, name: str) -> tuple[str | None, str | None]:
+        """The hint of `unknown-tool` and the tool it says was meant (its quick fix), or None:
+        "did you mean" for a close name or the one declared tool that is the name with a server
+        prefix (`user__lookup_customer`; several are all named, none meant), else the three
+        declared tools nearest by name and where catalog tools come from."""
+        meant = suggest_name(name, list(self.tool_decls))
+        if meant:
+            return meant_hint(meant), meant
         # the name without its server prefix (`lookup_customer` for `user__lookup_customer`)
         prefixed = sorted(t for t in self.tool_decls if t.partition("__")[2] == name)
         if prefixed:
-            return "did you mean " + " or ".join(f"`{t}`" for t in prefixed) + "?"
+            one = prefixed[0] if len(prefixed) == 1 else None
+            return "did you mean " + " or ".join(f"`{t}`" for t in prefixed) + "?", one
         near = difflib.get_close_matches(name, sorted(self.tool_decls), n=3, cutoff=0.3)
         catalog = "a catalog tool is named `server__tool` (`flowc tools` lists them)"
         if not near:
-            return catalog
+            return catalog, None
         shown = ", ".join(f"`{t}`" for t in near)
         nearest = "the nearest tool is" if len(near) == 1 else "the nearest tools are"
-        return f"{nearest} {shown}; {catalog}"
+        return f"{nearest} {shown}; {catalog}", None
 
     def tool_call(self, e: ast.Call, callee: ast.Name, sig: ToolSig) -> Type:
         self.tools[sig.name] = sig
@@ -279,11 +303,13 @@ class AgentChecks(CheckerShared):
                 self.infer(a.value)
                 unknown = True
                 missing = [p for p in sig.params if p not in given]
+                meant = suggest_name(a.name, missing or list(sig.params))
                 self.report(
                     D.UNKNOWN_ARGUMENT,
                     f"`{sig.name}` has no parameter `{a.name}`",
                     a.name_span,
-                    hint=suggest(a.name, missing or list(sig.params)),
+                    hint=meant_hint(meant) if meant else None,
+                    fix=D.respelling(a.name_span, a.name, meant),
                 )
                 continue
             pt, opt = sig.params[a.name]
@@ -593,12 +619,17 @@ class AgentChecks(CheckerShared):
                 and target.name not in self.error_names
                 and not self.in_names(target.name)
             ):
+                meant = suggest_alias_name(target.name, list(self.use_syms))
                 self.report(
                     D.UNKNOWN_NAME,
                     f"unknown agent `{target.name}`",
                     target.span,
-                    hint=suggest_alias(target.name, list(self.use_syms))
-                    or f'declare it: `use agent "{target.name}" as {target.name}`',
+                    hint=meant_hint(meant)
+                    if meant
+                    else f'declare it: `use agent "{target.name}" as {target.name}`',
+                    fix=D.respelling(target.span, target.name, meant)
+                    if meant
+                    else self._use_line(f'use agent "{target.name}" as {target.name}'),
                 )
                 return
             if sym is None:
@@ -735,6 +766,9 @@ class AgentChecks(CheckerShared):
                     "`tools []` grants no tools",
                     c.span,
                     hint="write `tools none` for an agent without tools",
+                    fix=D.Replacement(c.span, "tools none", "Replace `tools []` with `tools none`")
+                    if c.span.line == c.span.end_line
+                    else None,
                 )
             for ref in v or []:
                 if ref.pattern:
@@ -743,11 +777,13 @@ class AgentChecks(CheckerShared):
                     continue
                 if ref.name in self.error_names:
                     continue
+                hint, meant = self.tool_hint(ref.name)
                 self.report(
                     D.UNKNOWN_TOOL,
                     f"unknown tool `{ref.name}`",
                     ref.span,
-                    hint=self.tool_hint(ref.name),
+                    hint=hint,
+                    fix=D.respelling(ref.span, ref.name, meant),
                 )
         elif kind == "write":
             t = self.infer(v, ListType(PATH))
@@ -818,11 +854,14 @@ class AgentChecks(CheckerShared):
                         )
                 for code in v.on or []:
                     if code.name not in RETRYABLE_CODES:
+                        meant = suggest_name(code.name, list(RETRYABLE_CODES))
                         self.report(
                             D.UNKNOWN_ERROR_CODE,
                             f"`{code.name}` is not a retryable error code",
                             code.span,
-                            hint=suggest(code.name, list(RETRYABLE_CODES))
-                            or f"retry on {', '.join(RETRYABLE_CODES)}",
+                            hint=meant_hint(meant)
+                            if meant
+                            else f"retry on {', '.join(RETRYABLE_CODES)}",
+                            fix=D.respelling(code.span, code.name, meant),
                         )
         return ERROR

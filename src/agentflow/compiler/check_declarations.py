@@ -293,6 +293,8 @@ class DeclarationChecks(CheckerShared):
             elif isinstance(item, ast.StageDecl):
                 if claim(item.name, "a stage cannot be named `input`"):
                     self.all_stages[item.name.name] = item
+                    # (`stage parallel`: a later stage's `parallel` starts a `parallel` block)
+                    self.reserved_name(item.name.name, item.name.span, "a stage")
 
     def declare_tools(self) -> None:
         """Each ``extern tool`` once, with its signature; the prelude's tools first."""
@@ -420,11 +422,11 @@ class DeclarationChecks(CheckerShared):
         used = {sym.name for sym in self.refs.values() if sym.kind == "use"}
         # an alias an `unknown agent` was told it meant (`agent(wri)`: "did you mean `writer`?")
         used |= {
-            (d.hint or "").split("`")[1]
+            d.fix.text
             for d in self.diags
             if d.code == D.UNKNOWN_NAME
             and d.message.startswith("unknown agent")
-            and (d.hint or "").startswith("did you mean `")
+            and d.fix is not None
         }
         for alias, item in self.uses.items():
             if self.reserved_name(alias, item.alias.span, "an agent alias"):

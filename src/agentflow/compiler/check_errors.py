@@ -40,7 +40,7 @@ from agentflow.compiler.types import (
     widen,
 )
 from agentflow.core import diagnostics as D
-from agentflow.core.diagnostics import Note, did_you_mean
+from agentflow.core.diagnostics import Note, closest
 from agentflow.core.functions import FUNCTIONS
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import (
@@ -518,12 +518,15 @@ def check_catch(ck: CheckerShared, e: ast.CatchExpr | ast.TryExpr, hint: Type | 
     for code in e.codes or []:
         name = code.name
         if name not in ERROR_CODES:
+            meant = closest(name, list(ERROR_CODES))
             ck.report(
                 D.UNKNOWN_ERROR_CODE,
                 f"`{name}` is not an error code",
                 code.span,
-                hint=did_you_mean(name, list(ERROR_CODES))
-                or "codes: " + ", ".join(c for c in ERROR_CODES if c not in HARD_STOP_CODES),
+                hint=D.meant_hint(meant)
+                if meant
+                else "codes: " + ", ".join(c for c in ERROR_CODES if c not in HARD_STOP_CODES),
+                fix=D.respelling(code.span, name, meant),
             )
         elif name in HARD_STOP_CODES:
             ck.report(

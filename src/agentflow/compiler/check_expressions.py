@@ -15,7 +15,7 @@ from typing import Any, cast
 from agentflow.compiler import check_errors
 from agentflow.compiler.checker_shared import CheckerShared
 from agentflow.compiler.constants import constant_number, fold_step, overflow, overflow_text
-from agentflow.compiler.symbols import suggest
+from agentflow.compiler.symbols import suggest_name
 from agentflow.compiler.types import (
     BOOL,
     DURATION,
@@ -58,7 +58,7 @@ from agentflow.compiler.types import (
     widen,
 )
 from agentflow.core import diagnostics as D
-from agentflow.core.diagnostics import Note, Replacement, did_you_mean
+from agentflow.core.diagnostics import Note, Replacement, meant_hint
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import (
     BUILTIN_TYPES,
@@ -659,6 +659,7 @@ class ExpressionChecks(CheckerShared):
                 f"`{self.said(rt)}`, never `{self.said(lt)}`"
             )
         hint = None
+        fix: D.Replacement | None = None
         for side, t, ot in ((left, lt, rt), (right, rt, lt)):
             values = finite_values(t, self.env)
             if values is None or len(values) < 2 and isinstance(side, _LITERALS):
@@ -673,12 +674,13 @@ class ExpressionChecks(CheckerShared):
             hint = f"{name} is always {listed}" if len(shown) == 1 else f"{name} can be {listed}"
             other_values = finite_values(ot, self.env)
             if other_values and len(other_values) == 1 and isinstance(other_values[0], str):
-                close = did_you_mean(
-                    other_values[0], [v for v in values if isinstance(v, str)]
-                ) or suggest(other_values[0], [v for v in values if isinstance(v, str)])
-                if close:
-                    meant = close.split("`")[1]
+                written = other_values[0]
+                meant = suggest_name(written, [v for v in values if isinstance(v, str)])
+                if meant is not None:
                     hint = f"did you mean {literal_str(meant)}? ({hint})"
+                    other = right if side is left else left
+                    if isinstance(other, ast.StringLit) and other.parts == [written]:
+                        fix = D.respelling(other.span, written, meant, before='"', after='"')
             break
         a, b = self.env.resolve(lt), self.env.resolve(rt)
         if isinstance(a, ObjectType) and isinstance(b, ObjectType):
@@ -689,13 +691,14 @@ class ExpressionChecks(CheckerShared):
                         f"field `{name}` is `{self.said(fa.type)}` on one side and "
                         f"`{self.said(fb.type)}` on the other"
                     )
+                    fix = None  # the hint says no more what the fix does
                     break
         for side, t, ot in ((left, lt, rt), (right, rt, lt)):
             if ot == NULL and hint is None:
                 name = what_is(side)
                 name = "this value" if name == "this value" else name
                 hint = f"{name} is never null: its type is `{self.said(t)}`, not `{self.said(t)}?`"
-        self.report(D.NO_OVERLAP, message, e.span, hint=hint)
+        self.report(D.NO_OVERLAP, message, e.span, hint=hint, fix=fix)
 
     def visit_Member(self, e: ast.Member, hint: Type | None) -> Type:
         if isinstance(e.obj, ast.Name):
@@ -750,11 +753,13 @@ class ExpressionChecks(CheckerShared):
                     e.span,
                 )
             else:
+                meant = suggest_name(name, ["main", "member"]) if ot.kind == "team" else None
                 self.report(
                     D.UNKNOWN_FIELD,
                     f"{self.said(ot)} has no field `{name}`",
                     span,
-                    hint=suggest(name, ["main", "member"]) if ot.kind == "team" else None,
+                    hint=meant_hint(meant) if meant else None,
+                    fix=D.respelling(span, name, meant),
                 )
             return ERROR
         r = self.env.resolve(ot)
@@ -798,7 +803,7 @@ class ExpressionChecks(CheckerShared):
             if f is not None:
                 return f.type
             fields = ", ".join(f"`{k}`" for k in r.fields)
-            close = suggest(name, list(r.fields))
+            close = suggest_name(name, list(r.fields))
             # a built-in object (`Error`, `ErrorPlace`) is written nowhere in the file: list its
             # fields even when one is close
             builtin = type_str(ot) in BUILTIN_TYPES and fields
@@ -811,12 +816,19 @@ class ExpressionChecks(CheckerShared):
                 f"{shown} has no field `{name}`",
                 span,
                 notes=[Note(f"the fields of `{self.said(ot)}` are {fields}")] if builtin else [],
-                hint=close or (f"use one of its fields: {fields}" if fields else None),
+                hint=meant_hint(close)
+                if close
+                else (f"use one of its fields: {fields}" if fields else None),
+                fix=D.respelling(span, name, close),
             )
             return ERROR
         if isinstance(r, MapType):
             return r.value
-        hint = (LENGTH_HINTS.get(name) or suggest(name, ["count"])) if self.countable(r) else None
+        meant = suggest_name(name, ["count"]) if self.countable(r) else None
+        hint = LENGTH_HINTS.get(name) if self.countable(r) else None
+        fix = None
+        if hint is None and meant is not None:
+            hint, fix = meant_hint(meant), D.respelling(span, name, meant)
         if name in ("values", "errors") and isinstance(r, ListType):
             hint = (
                 f"`.{name}` is for a `map … tolerate N {{ … }}`, whose items are `Outcome`s; a "
@@ -825,7 +837,10 @@ class ExpressionChecks(CheckerShared):
                 + (": use it as it is" if name == "values" else "")
                 + " (add `tolerate N` or `tolerate P%` to the `map` to keep going past failures)"
             )
-        self.report(D.UNKNOWN_FIELD, f"`{self.said(ot)}` has no field `{name}`", span, hint=hint)
+            fix = None
+        self.report(
+            D.UNKNOWN_FIELD, f"`{self.said(ot)}` has no field `{name}`", span, hint=hint, fix=fix
+        )
         return ERROR
 
     def countable(self, r: Type) -> bool:

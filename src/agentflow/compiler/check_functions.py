@@ -22,7 +22,7 @@ from functools import cache
 
 from agentflow.compiler.check_expressions import what_is
 from agentflow.compiler.checker_shared import CheckerShared
-from agentflow.compiler.symbols import suggest
+from agentflow.compiler.symbols import suggest_name
 from agentflow.compiler.types import (
     BOOL,
     ERROR,
@@ -53,7 +53,7 @@ from agentflow.compiler.types import (
     widen,
 )
 from agentflow.core import diagnostics as D
-from agentflow.core.diagnostics import Note
+from agentflow.core.diagnostics import Note, meant_hint
 from agentflow.core.functions import (
     FOREIGN_FUNCTION_NAMES,
     FUNCTIONS,
@@ -437,13 +437,22 @@ class FunctionChecks(CheckerShared):
             name = name[1:]
         f = elem.fields.get(name)
         if f is None:
+            meant = suggest_name(name, list(elem.fields))
             self.report(
                 D.UNKNOWN_FIELD,
                 f"`{self.said(lst.elem)}` has no field `{name}`",
                 name_arg.span,
                 notes=[Note(f"`{spec.signature}`", e.name_span)],
-                hint=suggest(name, list(elem.fields))
-                or "fields: " + ", ".join(f"`{k}`" for k in elem.fields),
+                hint=meant_hint(meant)
+                if meant
+                else "fields: " + ", ".join(f"`{k}`" for k in elem.fields),
+                fix=D.respelling(
+                    name_arg.span,
+                    name,
+                    meant,
+                    before='"-' if name_arg.text.startswith("-") else '"',
+                    after='"',
+                ),
             )
             return
         ft = strip_optional(f.type, self.env)
@@ -489,13 +498,16 @@ class FunctionChecks(CheckerShared):
             if not (isinstance(k, ast.StringLit) and k.is_plain):
                 return result
             if k.text not in obj.fields:
+                meant = suggest_name(k.text, list(obj.fields))
                 self.report(
                     D.UNKNOWN_FIELD,
                     f"`{self.said(args[0])}` has no field `{k.text}`",
                     k.span,
                     notes=[Note(f"`{FUNCTIONS[e.name].signature}`", e.name_span)],
-                    hint=suggest(k.text, list(obj.fields))
-                    or "fields: " + ", ".join(f"`{f}`" for f in obj.fields),
+                    hint=meant_hint(meant)
+                    if meant
+                    else "fields: " + ", ".join(f"`{f}`" for f in obj.fields),
+                    fix=D.respelling(k.span, k.text, meant, before='"', after='"'),
                 )
                 return ERROR
             names.append(k.text)
@@ -533,10 +545,14 @@ class FunctionChecks(CheckerShared):
                 )
             return True
         if e.positional and not e.args:
-            mine = self.user_function_hint(name)
+            mine = self.user_function_meant(name)
             if mine is not None:
                 self.report(
-                    D.UNKNOWN_FUNCTION, f"unknown function `{name}`", e.callee.span, hint=mine
+                    D.UNKNOWN_FUNCTION,
+                    f"unknown function `{name}`",
+                    e.callee.span,
+                    hint=meant_hint(mine),
+                    fix=D.respelling(e.callee.span, name, mine),
                 )
                 return True
             meant = function_hint(name)
@@ -545,10 +561,11 @@ class FunctionChecks(CheckerShared):
                 f"unknown function `{name}`",
                 e.callee.span,
                 notes=[Note(f"`{FUNCTIONS[meant].signature}`")] if meant else [],
-                hint=f"did you mean `{meant}`?"
+                hint=meant_hint(meant)
                 if meant
                 else "the library functions are listed in docs/reference/functions.md; a tool "
                 "takes named arguments: `tool(name: value)`",
+                fix=D.respelling(e.callee.span, name, meant),
             )
             return True
         return False
@@ -581,7 +598,8 @@ class FunctionChecks(CheckerShared):
                 f"there are no modules: `{obj.name}.{callee.name}` is not a function",
                 callee.span,
                 notes=[Note(f"`{spec.signature}`", callee.name_span)],
-                hint=f"did you mean `{target}`?",
+                hint=meant_hint(target),
+                fix=D.respelling(callee.span, f"{obj.name}.{callee.name}", target),
             )
             return True
         ot = self.infer(obj)

@@ -34,7 +34,7 @@ from agentflow.compiler.types import (
     widen,
 )
 from agentflow.core import diagnostics as D
-from agentflow.core.diagnostics import Note, did_you_mean, suggested
+from agentflow.core.diagnostics import Note, closest
 from agentflow.grammar import ast
 
 #: a pattern's value as ``==`` compares it: numbers by value (``1`` is ``1.0``), ``true`` never
@@ -192,13 +192,16 @@ class MatchChecks(CheckerShared):
         elif not overlaps(pt, st, self.env):
             values = finite_values(st, self.env)
             hint = None
+            fix: D.Replacement | None = None
             if values:
                 listed = [literal_str(v) for v in values]
                 hint = f"{subject} can be {_listed(listed).replace(' and ', ' or ')}"
                 if isinstance(p, ast.StringLit):
-                    close = did_you_mean(p.text, [v for v in values if isinstance(v, str)])
+                    close = closest(p.text, [v for v in values if isinstance(v, str)])
                     if close:  # the literal as written, pasteable (as `==`'s hint gives it)
-                        hint = f"did you mean {literal_str(suggested(close))}? ({hint})"
+                        hint = f"did you mean {literal_str(close)}? ({hint})"
+                        if p.is_plain:
+                            fix = D.respelling(p.span, p.text, close, before='"', after='"')
             elif pt == NULL:
                 hint = f"{subject} is never null: its type is `{self.said(st)}`, not optional"
             elif self.env.resolve(ls) == INT:
@@ -214,6 +217,7 @@ class MatchChecks(CheckerShared):
                 f"value `{self.pattern_text(p)}`",
                 p.span,
                 hint=hint,
+                fix=fix,
             )
             return None
         return _pattern_key(p)

@@ -14,7 +14,7 @@ from typing import Any
 
 from agentflow.compiler import check_errors
 from agentflow.compiler.checker_shared import CheckerShared, Frame, Narrowing, Var
-from agentflow.compiler.symbols import Symbol, suggest
+from agentflow.compiler.symbols import Symbol, suggest_name
 from agentflow.compiler.types import (
     BOOL,
     ERROR,
@@ -32,7 +32,7 @@ from agentflow.compiler.types import (
     widen,
 )
 from agentflow.core import diagnostics as D
-from agentflow.core.diagnostics import Note, did_you_mean, suggested
+from agentflow.core.diagnostics import Note, closest, meant_hint
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import (
     CALL_CLAUSES,
@@ -361,20 +361,23 @@ class StatementChecks(CheckerShared):
         if e.name in self.error_names or self.function_as_value(e):
             return ERROR
         literal = _FOREIGN_LITERALS.get(e.name.lower())
-        hint = (
-            f"`.flow` writes this value `{literal}` (not `{e.name}`)"
-            if literal is not None
-            else suggest(e.name, self.visible_names())
-        )
-        if hint is None:
+        #: what the hint says was meant ("did you mean `meant`?"): the quick fix writes it
+        meant: str | None = None
+        hint: str | None = None
+        if literal is not None:
+            hint = f"`.flow` writes this value `{literal}` (not `{e.name}`)"
+        else:
+            meant = suggest_name(e.name, self.visible_names())
+        if meant is None and hint is None:
             # `xs` for `input.xs`: a field of the input (or of a bound record) named bare
-            hint = self._field_hint(e.name)
-        if hint is None and e.name not in OPERATOR_HINTS:  # (`matches` is not `match`)
-            # `paralel map …`, `retrun x`: a misspelt keyword reads as a name
-            hint = did_you_mean(e.name, _EXPRESSION_KEYWORDS)
-        if hint:
+            hint, meant = self._field_hint(e.name)
+        if meant is None and hint is None and e.name not in OPERATOR_HINTS:
+            # `paralel map …`, `retrun x`: a misspelt keyword reads as a name (`matches` is
+            # not `match`)
+            meant = closest(e.name, _EXPRESSION_KEYWORDS)
+        if meant is not None:
+            hint = hint or meant_hint(meant)
             # the misspelt name was most likely meant to read that variable: not "unused"
-            meant = hint.split("`")[1]
             for scope in reversed(self.scopes):
                 if meant in scope:
                     scope[meant].used = True
@@ -419,17 +422,24 @@ class StatementChecks(CheckerShared):
                 )
                 return ERROR
         if not hint:  # `titl` for `input.title`: a misspelt field named bare, when nothing else
-            hint = self._field_hint(e.name, close=True)
-        self.report(D.UNKNOWN_NAME, f"unknown name `{e.name}`", e.span, hint=hint)
+            hint, meant = self._field_hint(e.name, close=True)
+        self.report(
+            D.UNKNOWN_NAME,
+            f"unknown name `{e.name}`",
+            e.span,
+            hint=hint,
+            fix=D.respelling(e.span, e.name, meant),
+        )
         return ERROR
 
-    def _field_hint(self, name: str, close: bool = False) -> str | None:
+    def _field_hint(self, name: str, close: bool = False) -> tuple[str | None, str | None]:
         """ "did you mean `input.xs`?" for an unknown ``name`` that is a field of the flow's
         input, or `r.xs` for a field of a record a visible name holds (the innermost first), or
-        an earlier stage's (outside a function's body); else None.  With ``close``, a field
-        whose name is close to ``name`` (``titl`` → `input.title`, :func:`suggest`) instead."""
+        an earlier stage's (outside a function's body), with what it says was meant
+        (``input.xs``); else ``(None, None)``.  With ``close``, a field whose name is close to
+        ``name`` (``titl`` → `input.title`, :func:`suggest_name`) instead."""
         if getattr(self, "current_fn", None) is not None:
-            return None  # a function sees its parameters only (`_function_scope_hint`)
+            return None, None  # a function sees its parameters only (`_function_scope_hint`)
         holders: list[tuple[str, Type, Var | None]] = [("input", self.input_sym.type, None)]
         for scope in reversed(self.scopes):
             holders.extend((n, var.symbol.type, var) for n, var in scope.items())
@@ -440,13 +450,13 @@ class StatementChecks(CheckerShared):
                 continue
             field: str | None = name if name in resolved.fields else None
             if close:
-                near = suggest(name, resolved.fields)
-                field = suggested(near) if near is not None else None
+                field = suggest_name(name, resolved.fields)
             if field is not None:
                 if var is not None:  # most likely meant to read that record: not "unused"
                     var.used = True
-                return f"did you mean `{holder}.{field}`? (`{field}` is a field of `{holder}`)"
-        return None
+                meant = f"{holder}.{field}"
+                return f"did you mean `{meant}`? (`{field}` is a field of `{holder}`)", meant
+        return None, None
 
     def _function_scope_hint(self, name: str) -> str | None:
         """In a function's body (docs/reference/programs.md "User functions"): an unknown

@@ -23,7 +23,7 @@ from agentflow.compiler.types import (
     Type,
 )
 from agentflow.core import diagnostics as D
-from agentflow.core.diagnostics import Note, did_you_mean
+from agentflow.core.diagnostics import Note, meant_among
 from agentflow.core.spans import Span
 from agentflow.grammar import ast
 
@@ -311,7 +311,8 @@ def _branch_targets(
             if several
             else f"the `parallel` block of `{name}` has no branch `{key}`",
             branch.span,
-            hint=did_you_mean(key, every) or f"{'their' if several else 'its'} branches: {listed}",
+            hint=meant_among(branch.span, key, every)
+            or f"{'their' if several else 'its'} branches: {listed}",
             names_nothing=False,
         )
         return None
@@ -357,7 +358,7 @@ def _check_named_stub(checker: CheckerShared, stub: ast.TestStub, case: str | No
                 f"no `ask` of this flow is bound to `{name}` or inside a stage `{name}`",
                 stub.target.span,
                 hint=_nested_ask_hint(checker, name)
-                or did_you_mean(name, asks)
+                or meant_among(stub.target.span, name, asks)
                 or (_asks_hint(asks) if asks else "this flow asks nothing"),
             )
             return
@@ -388,7 +389,7 @@ def _check_named_stub(checker: CheckerShared, stub: ast.TestStub, case: str | No
             lets = sorted(
                 {s.name for s in named_steps(checker.stage_order, checker.types) if s.name}
             )
-            hint = did_you_mean(name, lets)
+            hint = meant_among(stub.target.span, name, lets)
             stage = checker.all_stages.get(name)
             if hint is None and stage is not None:
                 # `stub step real` for a stage: a stage is stubbed through what it calls

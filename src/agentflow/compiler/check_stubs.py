@@ -18,14 +18,14 @@ from typing import Any
 
 from agentflow.compiler.check_errors import agent_error_codes
 from agentflow.compiler.checker_shared import CheckerShared
-from agentflow.compiler.symbols import suggest_alias
+from agentflow.compiler.symbols import suggest_alias_name
 from agentflow.compiler.types import (
     ERROR,
     Type,
     type_str,
 )
 from agentflow.core import diagnostics as D
-from agentflow.core.diagnostics import did_you_mean
+from agentflow.core.diagnostics import meant_among
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import ERROR_CODES
 from agentflow.grammar import ast
@@ -97,7 +97,7 @@ def _check_stub(
                 checker,
                 f"`{name}` is not a tool of this flow",
                 stub.target.span,
-                hint=did_you_mean(name, list(checker.tool_decls))
+                hint=meant_among(stub.target.span, name, checker.tool_decls)
                 or f"declare it: `extern tool {name}(…) -> …` (docs/reference/tools.md)",
             )
             return
@@ -127,7 +127,9 @@ def _check_stub(
                 checker,
                 f"no agent call of this flow uses the alias `{name}`",
                 stub.target.span,
-                hint=suggest_alias(name, known or checker.uses)
+                hint=D.meant_at(
+                    stub.target.span, name, suggest_alias_name(name, known or checker.uses)
+                )
                 or (f"agent aliases called: {', '.join(known)}" if known else None),
             )
             return
@@ -135,7 +137,7 @@ def _check_stub(
         targets = [c for c in calls if c.stage == name]
         if not targets:
             stages = sorted({c.stage for c in calls})
-            hint = did_you_mean(name, stages)
+            hint = meant_among(stub.target.span, name, stages)
             if name in checker.all_stages:
                 message = f"stage `{name}` calls no agent"
                 hint = hint or _no_agent_hint(checker, checker.all_stages[name], stages)
@@ -274,7 +276,8 @@ def _agent_code(checker: CheckerShared, stub: ast.TestStub, fails: ast.StubFails
             D.UNKNOWN_ERROR_CODE,
             f'"{fails.code}" is not a run-time error code',
             fails.code_span,
-            hint=did_you_mean(fails.code, codes) or "an agent fails with: " + ", ".join(codes),
+            hint=meant_among(fails.code_span, fails.code, codes)
+            or "an agent fails with: " + ", ".join(codes),
         )
         return
     what = "the agents of stage" if stub.kind == "stage" else "the agent"

@@ -39,7 +39,7 @@ from agentflow.compiler.types import (
     strip_optional,
 )
 from agentflow.core import diagnostics as D
-from agentflow.core.diagnostics import Note, did_you_mean
+from agentflow.core.diagnostics import Note, meant_among
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import ERROR_CODES
 from agentflow.grammar import ast
@@ -65,7 +65,7 @@ def _code(checker: CheckerShared, code: str, span: Span | None) -> None:
             D.UNKNOWN_ERROR_CODE,
             f'"{code}" is not a run-time error code',
             span,
-            hint=did_you_mean(code, list(ERROR_CODES)) or "codes: " + ", ".join(ERROR_CODES),
+            hint=meant_among(span, code, ERROR_CODES) or "codes: " + ", ".join(ERROR_CODES),
         )
 
 

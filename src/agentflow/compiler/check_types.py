@@ -18,7 +18,7 @@ from agentflow.compiler import check_errors
 from agentflow.compiler.check_expressions import literal_const
 from agentflow.compiler.checker_shared import CheckerShared
 from agentflow.compiler.contracts import flow_string
-from agentflow.compiler.symbols import ToolSig, suggest
+from agentflow.compiler.symbols import ToolSig, suggest_name
 from agentflow.compiler.types import (
     BOOL,
     DURATION,
@@ -54,7 +54,7 @@ from agentflow.compiler.types import (
     widen,
 )
 from agentflow.core import diagnostics as D
-from agentflow.core.diagnostics import Note
+from agentflow.core.diagnostics import Note, meant_hint
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import (
     ERROR_PLACE_TYPE,
@@ -154,9 +154,9 @@ class TypeChecks(CheckerShared):
                 typos: dict[str, str] = {}
                 for kind, fname in problems:
                     if kind == "unknown":
-                        hint = suggest(fname, [m for m in missing if m not in typos.values()])
-                        if hint:
-                            typos[fname] = hint.split("`")[1]
+                        near = suggest_name(fname, [m for m in missing if m not in typos.values()])
+                        if near:
+                            typos[fname] = near
                 for kind, fname in problems:
                     if kind == "missing":
                         if fname in typos.values():
@@ -176,17 +176,22 @@ class TypeChecks(CheckerShared):
                             notes = [
                                 Note(f"field `{meant}` is required", want_r.fields[meant].span)
                             ]
-                            hint = f"did you mean `{meant}`?"
                         else:
                             names = ", ".join(f"`{f}`" for f in want_r.fields) or "none"
                             notes = [Note(f"the fields of `{wname}` are {names}")]
-                            hint = suggest(fname, list(want_r.fields))
+                            meant = suggest_name(fname, list(want_r.fields))
+                        fix = None
+                        if entry is not None:  # the key as written: `titel` or `"titel"`
+                            quoted = entry.key_span.end - entry.key_span.start != len(fname)
+                            q = '"' if quoted else ""
+                            fix = D.respelling(entry.key_span, fname, meant, before=q, after=q)
                         self.report(
                             D.TYPE_MISMATCH,
                             f"`{wname}` has no field `{fname}`",
                             entry.key_span if entry else expr.span,
                             notes=notes,
-                            hint=hint,
+                            hint=meant_hint(meant) if meant else None,
+                            fix=fix,
                         )
                         reported = True
                     else:
@@ -463,21 +468,27 @@ class TypeChecks(CheckerShared):
             return f"a list of this one value is written `[{x}]`"
         return None
 
-    def _type_hint(self, name: str) -> str | None:
-        """The hint of `unknown-type`: did-you-mean among the declared types when one is close
-        (the user's own `Record` beats the foreign-name hint for `record`), else the agentflow
+    def _type_hint(self, name: str) -> tuple[str | None, str | None]:
+        """The hint of `unknown-type` and the type name it says to write instead (its quick
+        fix), or ``(None, None)``: did-you-mean among the declared types when one is close (the
+        user's own `Record` beats the foreign-name hint for `record`), else the agentflow
         spelling of a type name from another language (`string` → `text`), else did-you-mean
         among the builtin types, whatever the case (`Txt` → `text`)."""
         declared = set(self.type_decls) | set(self.env.externs)
-        hint = suggest(name, declared - set(PRIMS))
-        if hint:
-            return hint
+        meant = suggest_name(name, declared - set(PRIMS))
+        if meant:
+            return meant_hint(meant), meant
         builtins = set(PRIMS) | {VERDICT_TYPE}
         # (`Txt` → `text`: the builtins are lower case, so the case is not a difference)
-        builtin = suggest(name, builtins) or suggest(name.lower(), builtins - {VERDICT_TYPE})
-        if builtin and builtin.split("`")[1].lower() == name.lower():
-            return builtin  # `Bool`, `Text`: only the case differs
-        return D.foreign_type_hint(name) or builtin
+        builtin = suggest_name(name, builtins) or suggest_name(
+            name.lower(), builtins - {VERDICT_TYPE}
+        )
+        if builtin and builtin.lower() == name.lower():
+            return meant_hint(builtin), builtin  # `Bool`, `Text`: only the case differs
+        foreign = D.foreign_type_hint(name)
+        if foreign is not None:
+            return foreign, D.foreign_type_meant(name)
+        return (meant_hint(builtin), builtin) if builtin else (None, None)
 
     def _not_imported(self, t: ast.NamedType) -> None:
         """A type name of this file that only an imported type brought in."""
@@ -501,7 +512,7 @@ class TypeChecks(CheckerShared):
             if isinstance(m, ast.NamedType)
             and m.name[:1].islower()
             and not self._type_name_known(m.name)
-            and self._type_hint(m.name) is None
+            and self._type_hint(m.name)[0] is None
         ]
         if not words:
             return set()
@@ -564,13 +575,15 @@ class TypeChecks(CheckerShared):
             builtin = check_errors.resolve_builtin_name(name, t.span, self.report)
             if builtin is not None:  # Error, ErrorPlace; `Outcome` without its `<T>`
                 return builtin
+            hint, meant = self._type_hint(name)
             self.report(
                 D.UNKNOWN_TYPE,
                 f"unknown type `{name}`",
                 t.span,
-                hint=self._type_hint(name)
+                hint=hint
                 or f"declare it (`type {name} {{ … }}`) or import it from the file that "
                 f'declares it (`import {{ {name} }} from "./file.flow"`)',
+                fix=D.respelling(t.span, name, meant),
             )
             return ERROR
         if isinstance(t, ast.GenericType):  # Outcome<T>
@@ -649,6 +662,10 @@ class TypeChecks(CheckerShared):
             "`null` either way, and a field of it may be left out",
             t.span,
             hint=f"write `({whole})?` to say the whole union is optional",
+            # (a union over lines is left to the writer: it may hold comments)
+            fix=D.Replacement(t.span, f"({whole})?", f"Write `({whole})?`")
+            if t.span.line == t.span.end_line
+            else None,
         )
 
     def object_type(
@@ -683,11 +700,13 @@ class TypeChecks(CheckerShared):
         for c in fd.constraints:
             cname = c.name.name
             if cname not in ("range", "length", "pattern", "format"):
+                meant = suggest_name(cname, ["range", "length", "pattern", "format"])
                 self.report(
                     D.INVALID_CONSTRAINT,
                     f"unknown constraint `@{cname}`",
                     c.name.span,
-                    hint=suggest(cname, ["range", "length", "pattern", "format"]),
+                    hint=meant_hint(meant) if meant else None,
+                    fix=D.respelling(c.name.span, cname, meant),
                 )
                 continue
             if cname in out:
@@ -776,11 +795,13 @@ class TypeChecks(CheckerShared):
                 self.report(D.INVALID_VALUE, f"invalid regular expression: {exc}", c.args[0].span)
                 return False
         if cname == "format" and values[0] not in FORMATS:
+            meant = suggest_name(values[0], list(FORMATS))
             self.report(
                 D.INVALID_VALUE,
                 f"unknown format `{values[0]}`",
                 c.args[0].span,
-                hint=suggest(values[0], list(FORMATS)),
+                hint=meant_hint(meant) if meant else None,
+                fix=D.respelling(c.args[0].span, values[0], meant, before='"', after='"'),
             )
             return False
         return True

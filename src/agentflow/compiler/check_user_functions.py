@@ -25,7 +25,7 @@ from typing import Any
 
 from agentflow.compiler.check_types import written_type
 from agentflow.compiler.checker_shared import GRAMMAR_WORDS, CheckerShared, Var, is_reserved
-from agentflow.compiler.symbols import Symbol, suggest
+from agentflow.compiler.symbols import Symbol, suggest, suggest_name
 from agentflow.compiler.types import (
     ERROR,
     Type,
@@ -543,9 +543,10 @@ class UserFunctionChecks(CheckerShared):
             self.infer(a.value)
         return True
 
-    def user_function_hint(self, name: str) -> str | None:
-        """ "did you mean `rank`?" for a name close to a user function's, else None."""
-        return suggest(name, list(self.user_fns)) if getattr(self, "user_fns", None) else None
+    def user_function_meant(self, name: str) -> str | None:
+        """The user function ``name`` is close to (``rnak`` → ``rank``), else None."""
+        fns = getattr(self, "user_fns", None)
+        return suggest_name(name, list(fns)) if fns else None
 
     def function_as_value(self, e: ast.Name) -> bool:
         """Report ``function-as-value`` for a user or library function named without its call

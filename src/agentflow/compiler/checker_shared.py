@@ -200,7 +200,8 @@ class CheckerShared:
         fix: Replacement | None = None,
     ) -> None:
         """Add a diagnostic ``code`` (registered in core/diagnostics.py, its severity from there)
-        at ``span``; ``fix`` is the one exact edit ``hint`` states, when it is one."""
+        at ``span``; ``fix`` is the one exact edit ``hint`` states (a misspelt name's
+        :func:`~agentflow.core.diagnostics.respelling`)."""
         sev = D.CODES[code].severity
         self.diags.append(Diagnostic(code, message, span, notes or [], hint, sev, fix))
 
@@ -276,7 +277,7 @@ class CheckerShared:
     def not_a_function_call(self, e: ast.Call) -> bool:
         raise NotImplementedError
 
-    def user_function_hint(self, name: str) -> str | None:
+    def user_function_meant(self, name: str) -> str | None:
         raise NotImplementedError
 
     def function_as_value(self, e: ast.Name) -> bool:

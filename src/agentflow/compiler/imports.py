@@ -28,7 +28,7 @@ from pathlib import Path
 from agentflow.compiler.check_memo import StageMemo
 from agentflow.compiler.checker import CheckResult, check_module
 from agentflow.core import diagnostics as D
-from agentflow.core.diagnostics import Diagnostic, Note, did_you_mean
+from agentflow.core.diagnostics import Diagnostic, Note, closest
 from agentflow.grammar import ast
 
 __all__ = [
@@ -495,16 +495,18 @@ def _not_found(decl: ast.ImportDecl, target: Path, err: OSError, importer: Path)
         ]
     except OSError:
         near = []
-    found = did_you_mean(target.name, near)
+    found = closest(target.name, near)
+    fix = None
     if found:
-        name = found.split("`")[1]
-        written = decl.path[: len(decl.path) - len(target.name)] + name
+        written = decl.path[: len(decl.path) - len(target.name)] + found
         hint = f'did you mean `"{written}"`?'
+        fix = D.respelling(decl.path_span, decl.path, written, before='"', after='"')
     return Diagnostic(
         D.IMPORT_NOT_FOUND,
         f"cannot import `{decl.path}`: {why}",
         decl.path_span,
         hint=hint or "the path is relative to the importing file's directory",
+        fix=fix,
     )
 
 
@@ -579,12 +581,15 @@ def _unknown(
     fns = [n for n, s in checked.functions.items() if s.decl.span.file == checked.module.file]
     what = "type or function" if fns else "type"
     own += fns
+    meant = closest(name, own)
     return Diagnostic(
         D.UNKNOWN_IMPORT,
         f"`{file}` declares no {what} `{name}`",
         ident.span,
-        hint=did_you_mean(name, own)
-        or (f"it declares {_listing(own)}" if own else "it declares no type or function"),
+        hint=D.meant_hint(meant)
+        if meant
+        else (f"it declares {_listing(own)}" if own else "it declares no type or function"),
+        fix=D.respelling(ident.span, name, meant),
     )
 
 

@@ -20,7 +20,13 @@ from agentflow.compiler.checker import CheckResult
 from agentflow.compiler.gen_python import gen_modules, stale_diagnostics
 from agentflow.compiler.project_tools import extern_tool_warnings as _extern_tool_warnings
 from agentflow.core.config_file import find_config
-from agentflow.core.diagnostics import UNKNOWN_AGENT_PROFILE, Diagnostic, did_you_mean
+from agentflow.core.diagnostics import (
+    UNKNOWN_AGENT_PROFILE,
+    Diagnostic,
+    closest,
+    meant_hint,
+    respelling,
+)
 
 __all__ = [
     "agent_profile_warnings",
@@ -113,8 +119,8 @@ def _profile_warnings(data: dict[str, Any], result: CheckResult) -> list[Diagnos
         names = data.get(table)
         if not isinstance(names, dict) or not names or item.target in names:
             continue
-        hint = did_you_mean(item.target, [str(n) for n in names])
-        if hint is None:
+        meant = closest(item.target, [str(n) for n in names])
+        if meant is None:
             continue  # not a typo: an agent with no profile runs with the default one
         out.append(
             Diagnostic(
@@ -123,7 +129,8 @@ def _profile_warnings(data: dict[str, Any], result: CheckResult) -> list[Diagnos
                 message=f"{item.kind} '{item.target}' has no [{table}.{item.target}] in "
                 f"{data['__file__']}",
                 span=item.target_span,
-                hint=hint,
+                hint=meant_hint(meant),
+                fix=respelling(item.target_span, item.target, meant, before='"', after='"'),
             )
         )
     return out

@@ -32,7 +32,10 @@ from agentflow.core.diagnostics import (
     EXTERN_TOOL_SIGNATURE,
     UNKNOWN_EXTERN_TOOL,
     Diagnostic,
-    did_you_mean,
+    Replacement,
+    closest,
+    meant_hint,
+    respelling,
 )
 from agentflow.grammar import ast
 
@@ -70,8 +73,8 @@ def extern_tool_warnings(data: dict[str, Any], result: CheckResult) -> list[Diag
             continue
         sig = known.get(name)
         if sig is None:
-            hint = did_you_mean(name, known)
-            if hint is not None:  # not a typo: a tool from elsewhere (entry points, sub-plans)
+            meant = closest(name, known)
+            if meant is not None:  # not a typo: a tool from elsewhere (entry points, sub-plans)
                 source = "[tools] modules" if name.startswith("user__") else "the plans directory"
                 out.append(
                     Diagnostic(
@@ -79,7 +82,8 @@ def extern_tool_warnings(data: dict[str, Any], result: CheckResult) -> list[Diag
                         severity="warning",
                         message=f"no tool '{name}' in {source} of {data['__file__']}",
                         span=item.name.span,
-                        hint=hint,
+                        hint=meant_hint(meant),
+                        fix=respelling(item.name.span, name, meant),
                     )
                 )
             continue
@@ -95,9 +99,11 @@ def _signature_warnings(item: ast.ExternTool, name: str, sig: _Signature) -> lis
         if pname not in sig.params:
             if sig.open:
                 continue
-            hint = did_you_mean(pname, sig.params) or (
-                f"its parameters: {', '.join(sig.params) or 'none'}"
+            meant = closest(pname, sig.params)
+            hint = (
+                meant_hint(meant) if meant else f"its parameters: {', '.join(sig.params) or 'none'}"
             )
+            fix = respelling(param.name.span, pname, meant)
             message = f"{sig.where} has no parameter '{pname}': a call of {name} fails"
         elif optional and sig.params[pname]:
             message = (
@@ -105,9 +111,10 @@ def _signature_warnings(item: ast.ExternTool, name: str, sig: _Signature) -> lis
                 "leaves it out fails"
             )
             hint = f"declare it `{pname}: …` without `?`"
+            fix = None
         else:
             continue
-        out.append(_mismatch(message, param.name.span, hint))
+        out.append(_mismatch(message, param.name.span, hint, fix))
     missing = [p for p, required in sig.params.items() if required and p not in declared]
     if missing:
         listed = ", ".join(f"'{p}'" for p in missing)
@@ -122,9 +129,14 @@ def _signature_warnings(item: ast.ExternTool, name: str, sig: _Signature) -> lis
     return out
 
 
-def _mismatch(message: str, span: Any, hint: str) -> Diagnostic:
+def _mismatch(message: str, span: Any, hint: str, fix: Replacement | None = None) -> Diagnostic:
     return Diagnostic(
-        code=EXTERN_TOOL_SIGNATURE, severity="warning", message=message, span=span, hint=hint
+        code=EXTERN_TOOL_SIGNATURE,
+        severity="warning",
+        message=message,
+        span=span,
+        hint=hint,
+        fix=fix,
     )
 
 

@@ -15,7 +15,7 @@ from agentflow.compiler.types import (
     ERROR,
     Type,
 )
-from agentflow.core.diagnostics import did_you_mean
+from agentflow.core.diagnostics import closest, meant_hint
 
 
 @dataclass(slots=True)
@@ -61,14 +61,21 @@ class ToolSig:
 
 
 def suggest(name: str, candidates: Iterable[str]) -> str | None:
-    """``did_you_mean``, plus one swap of adjacent letters (``titel`` → ``title``) and
-    case-only differences."""
-    hint = did_you_mean(name, candidates)
-    if hint:
-        return hint
-    for cand in sorted(candidates):
+    """The "did you mean" hint of :func:`suggest_name`, or None."""
+    meant = suggest_name(name, candidates)
+    return meant_hint(meant) if meant is not None else None
+
+
+def suggest_name(name: str, candidates: Iterable[str]) -> str | None:
+    """The candidate ``name`` is a slip of: :func:`~agentflow.core.diagnostics.closest`, plus
+    one swap of adjacent letters (``titel`` → ``title``) and case-only differences; or None."""
+    names = sorted(candidates)
+    meant = closest(name, names)
+    if meant:
+        return meant
+    for cand in names:
         if cand.lower() == name.lower():
-            return f"did you mean `{cand}`?"
+            return cand
         if len(cand) == len(name):
             diff = [i for i, (a, b) in enumerate(zip(name, cand, strict=True)) if a != b]
             if (
@@ -77,17 +84,16 @@ def suggest(name: str, candidates: Iterable[str]) -> str | None:
                 and name[diff[0]] == cand[diff[1]]
                 and name[diff[1]] == cand[diff[0]]
             ):
-                return f"did you mean `{cand}`?"
+                return cand
     return None
 
 
-def suggest_alias(name: str, candidates: Iterable[str]) -> str | None:
-    """:func:`suggest`, or the one candidate ``name`` begins or ends (``wri`` → ``writer``,
-    ``crit`` → ``critic``: an alias cut short), as ``did you mean `X`?`` (the quick fix of
-    lsp/fixes.py)."""
+def suggest_alias_name(name: str, candidates: Iterable[str]) -> str | None:
+    """:func:`suggest_name`, or the one candidate ``name`` begins or ends (``wri`` →
+    ``writer``, ``crit`` → ``critic``: an alias cut short)."""
     names = sorted(candidates)
-    hint = suggest(name, names)
-    if hint or len(name) < 2:
-        return hint
+    meant = suggest_name(name, names)
+    if meant or len(name) < 2:
+        return meant
     cut = [c for c in names if c != name and (c.startswith(name) or name.startswith(c))]
-    return f"did you mean `{cut[0]}`?" if len(cut) == 1 else None
+    return cut[0] if len(cut) == 1 else None

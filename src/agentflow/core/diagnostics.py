@@ -73,7 +73,7 @@ NOT_CALLABLE = _register("not-callable", "error", "a call of something that is n
 RESERVED_NAME = _register(
     "reserved-name",
     "error",
-    "a variable, parameter or function named with a word the grammar reads as its keyword",
+    "a variable, parameter, function or stage named with a word the grammar reads as its keyword",
 )
 FUNCTION_AS_VALUE = _register(
     "function-as-value", "error", "a function named without its call (`let f = upper`)"
@@ -432,6 +432,22 @@ class Replacement:
     span: Span
     text: str
     title: str
+    #: whether an editor may apply it on its own (LSP ``isPreferred``): not when the hint
+    #: leaves a choice (an undeclared agent may be a slip of another name)
+    preferred: bool = True
+
+
+class FixedHint(str):
+    """A hint together with the one exact edit it states (``fix``): the hint's text wherever a
+    ``str`` goes; a :class:`Diagnostic` made with it takes that edit as its ``fix`` (the
+    grammar's habit hints, :func:`meant_at`)."""
+
+    fix: Replacement
+
+    def __new__(cls, text: str, fix: Replacement) -> FixedHint:
+        self = super().__new__(cls, text)
+        self.fix = fix
+        return self
 
 
 @dataclass(slots=True)
@@ -440,7 +456,8 @@ class Diagnostic:
 
     ``span`` is the primary span (1-based line/column, end exclusive).  ``severity`` defaults to
     the code's registered severity.  ``hint`` is a short suggestion ("did you mean `owner`?");
-    ``fix``, when the hint is one exact edit, that edit.
+    ``fix``, when the hint is one exact edit, that edit (given, or carried by a
+    :class:`FixedHint` hint, which is kept as a plain ``str``).
     """
 
     code: str
@@ -457,6 +474,9 @@ class Diagnostic:
             raise ValueError(f"unregistered diagnostic code {self.code!r}")
         if self.severity == "error" and info.severity == "warning":
             self.severity = "warning"
+        if isinstance(self.hint, FixedHint):
+            self.fix = self.fix or self.hint.fix
+            self.hint = str(self.hint)
 
     @property
     def is_error(self) -> bool:
@@ -475,7 +495,66 @@ class Diagnostic:
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
     """Return a hint naming the closest of ``candidates`` (any iterable of names: a list, a set,
-    a dict's keys) by edit distance, or None.
+    a dict's keys) by edit distance, or None: ``meant_hint(closest(name, candidates))``."""
+    best = closest(name, candidates)
+    return meant_hint(best) if best is not None else None
+
+
+def meant_hint(meant: str) -> str:
+    """The hint of a misspelling: ``did you mean `meant`?``."""
+    return f"did you mean `{meant}`?"
+
+
+def respelling(
+    span: Span, wrong: str, meant: str | None, *, before: str = "", after: str = ""
+) -> Replacement | None:
+    """The quick fix of a misspelt name (``Diagnostic.fix``, made with the "did you mean"
+    hint): ``wrong`` replaced by ``meant``, where ``span`` covers exactly ``before``, ``wrong``
+    and ``after`` on one line (``before="@"`` for ``@lenght``; ``before=after='"'`` for a
+    quoted ``"titel"``, whose quotes are kept).  None when ``meant`` is None or the same, or
+    ``span`` is not that long (the name written otherwise: an escape in a string), or a quoted
+    name would need one (``"``, ``\\``, ``$`` in ``meant``)."""
+    if meant is None or meant == wrong or not wrong:
+        return None
+    if span.line != span.end_line or span.end - span.start != len(before + wrong + after):
+        return None
+    if before == '"' and any(c in meant for c in '"\\$'):
+        return None
+    k = len(before)
+    at = Span(
+        span.file,
+        span.line,
+        span.column + k,
+        span.line,
+        span.column + k + len(wrong),
+        span.start + k,
+        span.start + k + len(wrong),
+    )
+    return Replacement(at, meant, f"Change `{wrong}` to `{meant}`")
+
+
+def meant_at(
+    span: Span | None, wrong: str, meant: str | None, *, before: str = "", after: str = ""
+) -> str | None:
+    """The hint ``did you mean `meant`?`` carrying its :func:`respelling` at ``span`` (a
+    :class:`FixedHint`, a plain ``str`` when the span does not read as the name); None when
+    ``meant`` is None — so that ``hint=meant_at(…) or otherwise`` reads as before."""
+    if meant is None:
+        return None
+    fix = respelling(span, wrong, meant, before=before, after=after) if span else None
+    return FixedHint(meant_hint(meant), fix) if fix is not None else meant_hint(meant)
+
+
+def meant_among(span: Span | None, wrong: str, candidates: Iterable[str]) -> str | None:
+    """:func:`meant_at` of the closest of ``candidates`` to ``wrong`` (:func:`closest`), at
+    ``span`` the name as written — bare, or a plain string's text when ``span`` is two longer
+    (``"tool_eror"``: its quotes kept); None when none is close."""
+    q = '"' if span is not None and span.end - span.start == len(wrong) + 2 else ""
+    return meant_at(span, wrong, closest(wrong, candidates), before=q, after=q)
+
+
+def closest(name: str, candidates: Iterable[str]) -> str | None:
+    """The closest of ``candidates`` to ``name`` by edit distance, or None.
 
     Uses the edit distance with adjacent transpositions (optimal string alignment: ``retyr`` is
     one edit from ``retry``) and a cut-off of ``max(1, len(name) // 3)`` (Starlark-go's resolver
@@ -490,7 +569,7 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
             continue  # nothing in common: a guess, not a typo
         if d <= limit and (best is None or d < best[0]):
             best = (d, cand)
-    return f"did you mean `{best[1]}`?" if best else None
+    return best[1] if best else None
 
 
 def suggested(hint: str) -> str:
@@ -574,9 +653,9 @@ def foreign_type_kind(name: str) -> str | None:
     low = name.lower()
     kind = _FOREIGN_KINDS.get(low)
     if kind is None and len(low) >= 5:
-        close = did_you_mean(low, _FOREIGN_KINDS)
+        close = closest(low, _FOREIGN_KINDS)
         if close is not None:
-            kind = _FOREIGN_KINDS[suggested(close)]
+            kind = _FOREIGN_KINDS[close]
     return kind
 
 
@@ -585,6 +664,14 @@ def foreign_type_hint(name: str) -> str | None:
     "agentflow's string type is `text`"), or None.  See :func:`foreign_type_kind`."""
     kind = foreign_type_kind(name)
     return _KIND_HINTS[kind] if kind else None
+
+
+def foreign_type_meant(name: str) -> str | None:
+    """agentflow's type for a type name from another language when its hint names exactly one
+    to write in its place (``string`` → ``text``, ``Integer`` → ``int``, ``double`` →
+    ``number``, ``void`` → ``null``: the quick fix of :func:`foreign_type_hint`), else None."""
+    kind = foreign_type_kind(name)
+    return kind if kind in ("text", "int", "bool", "number", "null") else None
 
 
 def agentflow_type_name(name: str) -> str:

@@ -11,9 +11,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from agentflow.core.diagnostics import respelling
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import AGENT_CLAUSES
 from agentflow.core.vocabulary import KEYWORD_TERMINALS as KEYWORDS
+from agentflow.grammar.habit_fixes import FixedHint
 from agentflow.grammar.scanner import Scanner, SynErr, Tok
 
 __all__ = [
@@ -72,12 +74,14 @@ def clause_synonym_hint(tok: Tok, expected: set[str]) -> str | None:
     clause = _CLAUSE_SYNONYMS.get(tok.value) if isinstance(tok.value, str) else None
     if clause is None or KEYWORDS[clause] not in expected:
         return None
-    return (
+    hint = (
         f"did you mean `{clause}`? an agent's `{tok.value}` is written "
         f"`{AGENT_CLAUSES[clause]}` (the clauses: "
         + ", ".join(f"`{c}`" for c in AGENT_CLAUSES)
         + ")"
     )
+    fix = respelling(tok.span, str(tok.value), clause)  # the clause's word; its value as it is
+    return FixedHint(hint, fix) if fix is not None else hint
 
 
 #: `answer ok = true`, `answer ok true`, `reply go: "yes"`: a line answering an `ask` by name

@@ -8,22 +8,10 @@ message."""
 
 from __future__ import annotations
 
-from agentflow.core.diagnostics import Replacement
+from agentflow.core.diagnostics import FixedHint, Replacement
 from agentflow.core.spans import Span
 
 __all__ = ["FixedHint", "elif_fix", "fix_of", "foreign_fix", "or_fix", "widened"]
-
-
-class FixedHint(str):
-    """A hint together with the one exact edit it states (``fix``): the hint's text wherever a
-    ``str`` goes, and the fix for the diagnostic made from it (:func:`fix_of`)."""
-
-    fix: Replacement
-
-    def __new__(cls, text: str, fix: Replacement) -> FixedHint:
-        self = super().__new__(cls, text)
-        self.fix = fix
-        return self
 
 
 def fix_of(hint: str | None) -> Replacement | None:

@@ -234,8 +234,9 @@ def _binding_of(word: str, sc: Scanner, use: Tok, called: bool) -> tuple[Span, s
     """Where ``word`` is last bound as a name before the token ``use``, and what it names
     there: in the item ``use`` is in, ``let word =`` / ``let word:`` and ``as word`` /
     ``as x, word`` (``a variable``) or a parameter of ``fn f(word: T)`` (``a parameter``);
-    anywhere before, when ``use`` is called (``agent(word)``), ``use agent "…" as word``
-    (``an agent alias``). None when it is bound nowhere so."""
+    anywhere before, ``stage word`` (``a stage``: later stages read its value by its name)
+    and, when ``use`` is called (``agent(word)``), ``use agent "…" as word`` (``an agent
+    alias``). None when it is bound nowhere so."""
     before = use.start - sc.ob
     text = sc.text
     starts = [m.start() for m in _ITEM_START.finditer(text, 0, before)]
@@ -250,6 +251,8 @@ def _binding_of(word: str, sc: Scanner, use: Tok, called: bool) -> tuple[Span, s
     if head is not None:
         for m in re.finditer(rf"(?:^|,)\s*({w})\s*:", head.group(1)):
             found.append((head.start(1) + m.start(1), head.start(1) + m.end(1), "a parameter"))
+    for m in re.finditer(rf"^stage[ \t]+({w})\b", text[:item], re.M):
+        found.append((m.start(1), m.end(1), "a stage"))
     if called:
         for m in re.finditer(rf"\buse\s+(?:agent|team)\s+\"[^\"\n]*\"\s+as\s+({w})\b", text):
             if m.end() <= before:

@@ -418,7 +418,7 @@ def _syntax_hint(
     if typ == "EQUALS" and sc.text.startswith("~", tok.end - sc.ob):
         return REGEX_OPERATOR_HINT  # `s =~ "re"` of Perl, Ruby
     if typ == "EQUALS" and "EQ" in expected:
-        return "did you mean `==`?"
+        return diag.meant_at(tok.span, "=", "==")
     if tok.value == "if" and _python_conditional(tok, sc):
         # `[x if c else y]`: the `if` after a whole operand
         return (
@@ -446,7 +446,7 @@ def _syntax_hint(
     if typ == "NAME":
         # `stge s {`, `paralel map`, `retyr { … }`: a keyword that fits here, misspelt
         words = [w for w, term in KEYWORDS.items() if term in expected]
-        hint = diag.did_you_mean(str(tok.value), words)
+        hint = diag.meant_at(tok.span, str(tok.value), diag.closest(str(tok.value), words))
         if hint:
             return hint
         if KEYWORDS["task"] in expected:  # a word of its own in an agent block
@@ -459,7 +459,11 @@ def _syntax_hint(
         if after is not None:
             code = f"{prev.value}_{after.group(1).replace('-', '_')}"
             if code in ERROR_CODES:
-                return f"error codes are snake_case: did you mean `{code}`?"
+                hint = f"error codes are snake_case: did you mean `{code}`?"
+                i = prev.start - sc.ob  # the code as written, `tool-error`
+                at = sc.span_at(i, after.end(), prev.line, i - prev.column + 1)
+                fix = diag.respelling(at, sc.text[i : after.end()], code)
+                return FixedHint(hint, fix) if fix is not None else hint
     prev3 = values[-3] if values and len(values) > 2 and isinstance(values[-3], Tok) else None
     if (
         typ == "DOT"

@@ -164,6 +164,22 @@ class Analysis:
         rename to ``new``, or None."""
         return navigation.type_clash_in(self, declared_in, name, new)
 
+    def own_field(self, offset: int) -> tuple[str, Span, tuple[str, int, int]] | None:
+        """``(name, span, key of its declaration)`` of the field under ``offset`` when this
+        file declares it, else None."""
+        return navigation.own_field(self, offset)
+
+    def field_type_name(self, key: tuple[str, int, int]) -> str | None:
+        """The name of the ``type`` of this file declaring the field at ``key`` (what other
+        files import to use it), None for an inline object type or an unknown key."""
+        home = navigation.field_home(self, key)
+        return home[1] if home is not None else None
+
+    def field_references_of(self, declared_in: str, key: tuple[str, int, int]) -> list[Span]:
+        """In this document (``declared_in`` or an importer of it): the uses of the field of
+        ``declared_in`` declared at ``key`` (a rename's or references' edits elsewhere)."""
+        return navigation.field_references_in(self, declared_in, key)
+
     def _semantic_change(self, kind: str, old: str, new: str, spans: list[Span]) -> str | None:
         return navigation.semantic_change(self, kind, old, new, spans)
 

@@ -1,7 +1,7 @@
 """Quick fixes: the mechanical edits a diagnostic's hint states exactly (the diagnostic's own
-``fix``, made with its hint; a "did you mean",
-another language's type name, ``tools []``, an unused ``let``, an undeclared agent, the `:` of
-``count int``, a deleted `}`)."""
+``fix``, made with its hint where the diagnostic is made: a "did you mean", another language's
+type name, another language's habit; ``tools []``, an unused ``let``, an undeclared agent, the
+`:` of ``count int``, a deleted `}`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agentflow.core.diagnostics import Diagnostic
-from agentflow.grammar import ast
 from agentflow.lsp import navigation
 
 if TYPE_CHECKING:
@@ -28,97 +27,49 @@ class Fix:
     preferred: bool = False
 
 
-_DID_YOU_MEAN = re.compile(r"did you mean `([^`]+)`\?\Z")
-
-
-_LAST_TICKED = re.compile(r"`([^`]*)`[^`]*\Z")
-
-
-_UNUSED_HINT = re.compile(r"remove it, or name it `(_[A-Za-z0-9_]*)`\Z")
-
-
-_DECLARE_USE = re.compile(r'declare it: `(use agent "([A-Za-z_][A-Za-z0-9_]*)" as \2)`\Z')
-
-
-_FOREIGN_TYPE = re.compile(r"agentflow's [\w-]+ type is `([A-Za-z_][A-Za-z0-9_]*)`")
-
-
-_EMPTY_TOOLS = re.compile(r"tools\s*\[\s*\]\Z")
-
-
 def fixes(a: Analysis, d: Diagnostic) -> list[Fix]:
     """The mechanical edits the hint of diagnostic ``d`` (one of this analysis') states.
 
-    - the diagnostic's own ``fix`` (:class:`~agentflow.core.diagnostics.Replacement`: ``&&``,
-      ``||``, ``!x``, ``===``, ``?.``, ``elif``, a single-quoted string, a ``;`` ending a line —
-      :mod:`agentflow.grammar.habit_fixes`), made where its hint is; preferred;
-    - "did you mean `X`?" (``unknown-name``/``-type``/``-field``/``-tool``/``-argument``/
-      ``-error-code``, ``invalid-constraint``, ``invalid-value`` for ``@format``, and
-      ``type-mismatch`` for an unknown key of an object literal): the misspelt name — the
-      last backticked word of the message — is replaced by ``X`` where a span of the
-      diagnostic (its primary span, else a note's) is exactly that name, that name quoted
-      (the quotes are kept) or ``@`` and the name; preferred;
-    - ``unknown-type`` of another language's type name, "agentflow's string type is
-      `text`": the name replaced by that type (when it is a plain name); preferred;
-    - ``empty-tools`` "write `tools none`": the clause, when it reads ``tools [ ]``;
-      preferred;
-    - ``unused-variable`` "name it `_x`": a rename to ``_x``, only when
-      :func:`~agentflow.lsp.navigation.rename_problem` accepts it;
-    - ``unknown-name`` of an agent "declare it: `use agent "x" as x`": that line, inserted
-      after the last ``use`` item (else after the ``flow`` header, else at the top);
+    - the diagnostic's own ``fix`` (:class:`~agentflow.core.diagnostics.Replacement`), made
+      with its hint where the diagnostic is made; preferred unless it says otherwise.  That is
+      every "did you mean `X`?" of a misspelt name (:func:`~agentflow.core.diagnostics.respelling`: an unknown
+      name, type, field — ``input.titel``, a record's, an agent result's, an object literal's
+      key —, tool, argument, agent alias, error code, constraint, ``@format``, function,
+      import, keyword, agent clause, a string literal compared or matched), another
+      language's type name (``string`` → ``text``), and the habits of other languages
+      (``&&``, ``||``, ``!x``, ``===``, ``?.``, ``elif``, a single-quoted string, a ``;``
+      ending a line — :mod:`agentflow.grammar.habit_fixes`), ``empty-tools``' ``tools none``,
+      ``optional-union-member``'s ``("a" | "b")?`` (a union on one line), and an undeclared
+      agent's ``use agent "x" as x`` line after the last ``use`` item (not preferred); the
+      hint's text is never read for them;
+    - ``unused-variable`` of a ``let``: a rename to ``_x`` (its declaration and every use),
+      only when :func:`~agentflow.lsp.navigation.rename_problem` accepts it;
     - ``syntax-error`` of ``count int`` ("fields are written `name: type`: …"): the `:`
       (:func:`missing_colon`); preferred;
     - ``syntax-error`` of a deleted `}` ("expected `}` to close …", docs/diagnostics.md): the
       `}` where the hint puts it (:func:`missing_brace`).
-    - ``optional-union-member`` "write `("a" | "b")?` …": the union replaced by that form,
-      when it is written on one line without comments; preferred.
 
     Anything else (or a span that does not read as expected): no fix."""
     hint = d.hint or ""
     if d.span.file != a.module.file or not hint:
         return []
     if d.fix is not None and d.fix.span.file == d.span.file:  # the one edit the hint states
-        return [Fix(d.fix.title, [(d.fix.span.start, d.fix.span.end, d.fix.text)], True)]
-    m = _DID_YOU_MEAN.match(hint)
-    if m:
-        fix = replace_misspelt(a, d, m.group(1))
-        return [fix] if fix is not None else []
-    m = _FOREIGN_TYPE.match(hint)
-    if m and d.code == "unknown-type":
-        fix = replace_misspelt(a, d, m.group(1))
-        return [fix] if fix is not None else []
-    if d.code == "empty-tools" and "`tools none`" in hint:
-        if _EMPTY_TOOLS.match(a.text[d.span.start : d.span.end]):
-            edit = (d.span.start, d.span.end, "tools none")
-            return [Fix("Replace `tools []` with `tools none`", [edit], True)]
-        return []
-    m = _UNUSED_HINT.match(hint)
-    if m and d.code == "unused-variable":
-        new, off = m.group(1), d.span.start
+        edit = (d.fix.span.start, d.fix.span.end, d.fix.text)
+        return [Fix(d.fix.title, [edit], d.fix.preferred)]
+    if d.code == "unused-variable":  # a `let` never read: named `_x` everywhere
+        off = d.span.start
         rt = navigation.rename_target(a, off)
-        if rt is None or rt[0] != "let" or rt[1] != new[1:]:
+        if rt is None or rt[0] != "let":
             return []
+        new = "_" + rt[1]
         if navigation.rename_problem(a, off, new) is not None:
             return []
         spans = navigation.references_for_rename(a, off) or []
         return [Fix(f"Rename `{rt[1]}` to `{new}`", [(s.start, s.end, new) for s in spans])]
-    m = _DECLARE_USE.match(hint)
-    if m and d.code == "unknown-name":
-        return [Fix(f"Declare `{m.group(1)}`", [top_insertion(a, m.group(1))])]
     if d.code == "syntax-error":
         fix = missing_colon(a, d, hint) or missing_brace(a, d, hint)
         return [fix] if fix is not None else []
-    m = _WHOLE_UNION.match(hint)
-    if m and d.code == "optional-union-member":
-        written = a.text[d.span.start : d.span.end]
-        if "?" not in written or "\n" in written or "//" in written:
-            return []  # a union over lines or with comments is left to the writer
-        return [Fix(f"Write `{m.group(1)}`", [(d.span.start, d.span.end, m.group(1))], True)]
     return []
-
-
-#: the hint of ``optional-union-member``: the whole union, parenthesised and optional
-_WHOLE_UNION = re.compile(r"write `(\(.*\)\?)` to say the whole union is optional\Z")
 
 
 #: the `name: type` hints of a syntax error (``count int``): the name is group 1
@@ -197,50 +148,3 @@ def _line_end(text: str, line: int) -> int | None:
             return None
     end = text.find("\n", k)
     return len(text) if end < 0 else end
-
-
-def replace_misspelt(a: Analysis, d: Diagnostic, new: str) -> Fix | None:
-    """A fix replacing the misspelt name (the last backticked word of ``d``'s message) by
-    ``new`` at the span of ``d`` (or a note) that reads as that name, or None."""
-    mt = _LAST_TICKED.search(d.message)
-    if mt is None:
-        return None
-    wrong = mt.group(1).removeprefix("@")
-    if not wrong or wrong == new:
-        return None
-    spans = [d.span] + [n.span for n in d.notes if n.span is not None]
-    for sp in spans:
-        if sp.file != d.span.file:
-            continue
-        written = a.text[sp.start : sp.end]
-        if written == wrong:
-            edit = (sp.start, sp.end, new)
-        elif written == "@" + wrong:
-            edit = (sp.start + 1, sp.end, new)
-        elif (
-            len(written) >= 2
-            and written[0] == written[-1] == '"'
-            and written[1:-1] == wrong
-            and not any(c in new for c in '"\\$')
-        ):
-            edit = (sp.start + 1, sp.end - 1, new)
-        else:
-            continue
-        return Fix(f"Change `{wrong}` to `{new}`", [edit], True)
-    return None
-
-
-def top_insertion(a: Analysis, line: str) -> tuple[int, int, str]:
-    """An insertion of the top-level ``line`` after the last ``use`` item (else after the
-    ``flow`` header, else at the start of the file)."""
-    anchor = None
-    for item in a.module.items:
-        if isinstance(item, (ast.UseDecl, ast.FlowHeader)):
-            if anchor is None or isinstance(item, ast.UseDecl):
-                anchor = item
-    if anchor is None:
-        return (0, 0, line + "\n\n")
-    nl = a.text.find("\n", anchor.span.end)
-    if nl < 0:
-        return (len(a.text), len(a.text), "\n" + line + "\n")
-    return (nl + 1, nl + 1, line + "\n")

@@ -120,11 +120,12 @@ def _target_hover(
     if kind == "param":
         sig, pname = payload
         pt, opt = sig.params[pname]
+        said = type_names.spelt(res.env, pt)  # an alias's type by the alias's name
         if locate.omittable(pt, opt):  # `name?: T`: may be left out, never null
-            label, shown = f"{pname}?", T.type_str(pt)
+            label, shown = f"{pname}?", said
         else:
             label = pname
-            shown = T.type_str(pt) + ("?" if opt and not T.type_str(pt).endswith("?") else "")
+            shown = said + ("?" if opt and not said.endswith("?") else "")
         here = node.name_span if isinstance(node, ast.Argument) else node.span
         return locate.fence(f"(parameter of {sig.name}) {label}: {shown}"), here
     if kind == "paramdecl":  # `fn rank(s: Severity)`: hovered at `s`

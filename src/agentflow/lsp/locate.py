@@ -13,6 +13,7 @@ import functools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from agentflow.compiler import type_names
 from agentflow.compiler import types as T
 from agentflow.compiler.checker import ToolSig
 from agentflow.core.spans import Span
@@ -46,15 +47,20 @@ def fence(code: str) -> str:
     return f"```flow\n{code}\n```"
 
 
-def sig_str(sig: ToolSig) -> str:
+def sig_str(sig: ToolSig, env: T.TypeEnv | None = None) -> str:
     """``name(p: T, q: U?, r?: V) -> R`` for a tool signature (``r?:`` may be left out, not
-    given as null); an ``extern tool "catalog-name" as name`` shows its catalog name too."""
+    given as null); an ``extern tool "catalog-name" as name`` shows its catalog name too.
+    With ``env`` (the checked document's), a type that is an alias's is spelt by its name
+    (:func:`~agentflow.compiler.type_names.spelt`: ``Sev``, not ``"low" | "high"``)."""
+
+    def said(t: T.Type) -> str:
+        return T.type_str(t) if env is None else type_names.spelt(env, t)
+
     params = ", ".join(
-        f"{k}{'?' if omittable(t, opt) else ''}: {T.type_str(t)}"
-        for k, (t, opt) in sig.params.items()
+        f"{k}{'?' if omittable(t, opt) else ''}: {said(t)}" for k, (t, opt) in sig.params.items()
     )
     head = f'"{sig.catalog}" as {sig.name}' if sig.catalog else sig.name
-    return f"{head}({params}) -> {T.type_str(sig.returns)}"
+    return f"{head}({params}) -> {said(sig.returns)}"
 
 
 def omittable(t: T.Type, optional: bool) -> bool:
@@ -295,7 +301,8 @@ def _written_type(a: Analysis, name: str) -> str | None:
 
 
 def tool_text(a: Analysis, sig: ToolSig) -> str:
-    """The tool's signature as declared (aliases unexpanded), else as resolved."""
+    """The tool's signature as declared (aliases unexpanded), else as resolved with each
+    alias's type spelt by the alias's name (an imported tool, a tool of the catalog)."""
     decl = sig.decl
     if isinstance(decl, ast.ExternTool):
         if decl.span.file == a.module.file:
@@ -307,7 +314,7 @@ def tool_text(a: Analysis, sig: ToolSig) -> str:
         written = src[decl.span.start : decl.span.end]
         if written.startswith("extern tool"):
             return " ".join(written[len("extern tool") :].split())
-    return sig_str(sig)
+    return sig_str(sig, a.result.env)
 
 
 @functools.cache

@@ -12,6 +12,7 @@ import re
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from agentflow.compiler import types as T
 from agentflow.compiler.checker import Symbol, ToolSig
 from agentflow.compiler.imports import file_key
 from agentflow.core.spans import Span
@@ -258,40 +259,147 @@ def references(a: Analysis, offset: int, include_declaration: bool = True) -> li
     return locate.unique(uses + (decls if include_declaration else []))
 
 
+#: library functions whose second argument, a string literal, names a field of the elements
+#: of their first (``sort_by(xs, "-score")``), and those whose second is a list of such keys
+_FIELD_ARG = frozenset({"sort_by", "group_by", "count_by"})
+_FIELD_KEYS = frozenset({"pick", "omit"})
+
+
+def _same_decl(f: Any, key: tuple[str, int, int]) -> bool:
+    """Whether the field ``f`` (a :class:`~agentflow.compiler.types.Field`, or None) is the one
+    declared at ``key``: the same place of the same file (whatever spelling of its path)."""
+    if f is None or not isinstance(f.span, Span):
+        return False
+    k = locate.span_key(f.span)
+    return k[1:] == key[1:] and (k[0] == key[0] or file_key(k[0]) == file_key(key[0]))
+
+
+def _inside_quotes(lit: ast.StringLit, skip: str = "") -> Span | None:
+    """The span of the text of the plain one-line string ``lit`` after ``skip`` (``-`` of
+    ``"-score"``), when written without escapes; else None."""
+    sp, text = lit.span, lit.text
+    if not lit.is_plain or sp.line != sp.end_line or sp.end - sp.start != len(text) + 2:
+        return None
+    k = 1 + len(skip)
+    return Span(
+        sp.file, sp.line, sp.column + k, sp.line, sp.end_column - 1, sp.start + k, sp.end - 1
+    )
+
+
+def _string_field_uses(a: Analysis, n: ast.FuncCall, key: tuple[str, int, int]) -> list[Span]:
+    """In ``sort_by(xs, "name")`` (``group_by``, ``count_by``) or ``pick(r, ["name"])``
+    (``omit``): the name inside the quotes, when it names the field declared at ``key``."""
+    res = a.result
+    if len(n.args) < 2 or id(n.args[0]) not in res.expr_types:
+        return []
+    first = res.type_of(n.args[0])
+    if n.name in _FIELD_ARG:
+        lst = a.result.env.resolve(T.strip_optional(first, a.result.env))
+        obj = locate.object_of(a, lst.elem) if isinstance(lst, T.ListType) else None
+        lits = [n.args[1]]
+    else:
+        obj = locate.object_of(a, first)
+        keys = n.args[1]
+        lits = list(keys.items) if isinstance(keys, ast.ListLit) else []
+    out: list[Span] = []
+    for lit in lits:
+        if obj is None or not isinstance(lit, ast.StringLit) or not lit.is_plain:
+            continue
+        skip = "-" if n.name == "sort_by" and lit.text.startswith("-") else ""
+        name = lit.text[len(skip) :]
+        inside = _inside_quotes(lit, skip)
+        if inside is not None and _same_decl(obj.fields.get(name), key):
+            out.append(inside)
+    return out
+
+
 def field_uses(a: Analysis, key: tuple[str, int, int]) -> list[Span]:
-    """Member accesses and object-literal keys whose field is declared at ``key``."""
+    """Member accesses, object-literal keys and the field names of ``sort_by``/``group_by``/
+    ``count_by``/``pick``/``omit`` whose field is declared at ``key``."""
     out: list[Span] = []
     res = a.result
     for n in ast.walk(a.module):
-        if isinstance(n, ast.Member):
+        if isinstance(n, ast.FuncCall) and (n.name in _FIELD_ARG or n.name in _FIELD_KEYS):
+            out.extend(_string_field_uses(a, n, key))
+        elif isinstance(n, ast.Member):
             if id(n.obj) not in res.expr_types:
                 continue
             obj = locate.object_of(a, res.type_of(n.obj))
             f = obj.fields.get(n.name) if obj is not None else None
-            if f is not None and isinstance(f.span, Span) and locate.span_key(f.span) == key:
+            if _same_decl(f, key):
                 out.append(n.name_span)
         elif isinstance(n, ast.ObjectLit) and id(n) in res.expr_types:
             obj = locate.object_of(a, res.type_of(n))
             if obj is None:
                 continue
             for entry in n.entries:
-                f = obj.fields.get(entry.key)
-                if f is not None and isinstance(f.span, Span) and locate.span_key(f.span) == key:
-                    out.append(entry.key_span)
+                if _same_decl(obj.fields.get(entry.key), key):
+                    out.append(_key_name(entry))
     return out
+
+
+def _key_name(entry: ast.ObjectEntry) -> Span:
+    """The span of an object literal's key without its quotes (``"title": …``)."""
+    sp = entry.key_span
+    if sp.end - sp.start == len(entry.key) + 2 and sp.line == sp.end_line:
+        return Span(
+            sp.file, sp.line, sp.column + 1, sp.line, sp.end_column - 1, sp.start + 1, sp.end - 1
+        )
+    return sp
+
+
+def own_field(a: Analysis, offset: int) -> tuple[str, Span, tuple[str, int, int]] | None:
+    """``(name, span under the cursor, key of its declaration)`` of the field named under
+    ``offset`` — at its declaration (``title: text`` of a ``type`` or an inline object type)
+    or a use (``r.title``) — when it is declared in this document; else None."""
+    target = locate.target(a, offset)
+    if target is None or target[0] not in ("member", "fielddecl"):
+        return None
+    kind, payload, _path = target
+    key = field_key(a, kind, payload)
+    if key is None or key[0] != a.module.file:
+        return None
+    if kind == "fielddecl":
+        return payload.name.name, payload.name.span, key
+    return payload.name, payload.name_span, key
+
+
+def field_home(a: Analysis, key: tuple[str, int, int]) -> tuple[ast.ObjectType, str | None] | None:
+    """The object type whose field is declared at ``key`` in this document, and the name of
+    the ``type`` it is part of (which other files import; None for an inline type of an
+    ``input``, a stage or a function)."""
+    for item in a.module.items:
+        for n in ast.walk(item):
+            if isinstance(n, ast.ObjectType) and any(
+                locate.span_key(f.name.span) == key for f in n.fields
+            ):
+                return n, item.name.name if isinstance(item, ast.TypeDecl) else None
+    return None
+
+
+def field_references_in(a: Analysis, declared_in: str, key: tuple[str, int, int]) -> list[Span]:
+    """In the document of ``a`` (one importing the file ``declared_in``, or that file), the uses
+    of the field declared at ``key`` of that file (:func:`field_uses`)."""
+    if file_key(a.module.file) == file_key(declared_in) and a.module.file != key[0]:
+        key = (a.module.file, key[1], key[2])
+    return field_uses(a, key)
 
 
 def rename_target(a: Analysis, offset: int) -> tuple[str, str, Span] | None:
     """``(kind, name, span under the cursor)`` when a rename is possible there: ``kind`` is
     ``let``, ``loopvar``/``acc``, ``stage``, ``use`` or ``type`` (built-in types, ``input``
-    and ``index`` cannot be renamed), ``param`` (a user function's) or ``function`` (one
-    declared in this file)."""
+    and ``index`` cannot be renamed), ``param`` (a user function's), ``function`` (one
+    declared in this file) or ``field`` (one declared in this file, at its declaration or a
+    use)."""
     if user_functions.function_under(a, offset) is not None:
         return user_functions.rename_target(a, offset)
     target = locate.target(a, offset)
     if target is None:
         return None
     kind, payload, path = target
+    if kind in ("member", "fielddecl"):
+        field = own_field(a, offset)
+        return ("field", field[0], field[1]) if field is not None else None
     if kind == "type":
         decl = locate.type_decls(a).get(payload)
         if decl is not None and decl.span.file == a.module.file:  # not an imported type
@@ -379,11 +487,16 @@ def rename_problem(a: Analysis, offset: int, new: str) -> str | None:
     if imported is not None:
         return f"`{imported.name.name}` is declared in `{imported.span.file}`: rename it there"
     if rt is None:
+        elsewhere = _foreign_field(a, offset)
+        if elsewhere is not None:
+            return elsewhere
         return (
             "only `let` variables, loop variables, stages, `use` aliases, declared types, "
-            "user functions and their parameters can be renamed"
+            "fields, user functions and their parameters can be renamed"
         )
     kind, old, _span = rt
+    if kind == "field":
+        return _field_problem(a, offset, old, new)
     if not IDENT_RE.match(new):
         return f"`{new}` is not a valid name"
     if new in RESERVED_WORDS:
@@ -412,6 +525,45 @@ def rename_problem(a: Analysis, offset: int, new: str) -> str | None:
             f"renaming one would leave the stub naming the others"
         )
     return semantic_change(a, kind, old, new, spans)
+
+
+def _foreign_field(a: Analysis, offset: int) -> str | None:
+    """Why the field named under ``offset`` cannot be renamed from here: it is declared in
+    another file (rename it there) or by the language (a built-in type's); None when no field
+    is named there."""
+    target = locate.target(a, offset)
+    if target is None or target[0] != "member":
+        return None
+    payload = target[1]
+    obj = locate.object_of(a, a.result.type_of(payload.obj))
+    f = obj.fields.get(payload.name) if obj is not None else None
+    if f is None:
+        return None
+    if isinstance(f.span, Span) and f.span.file not in ("", "<prelude>", a.module.file):
+        where = os.path.basename(f.span.file)
+        return f"field `{payload.name}` is declared in `{where}`: rename it there"
+    return f"field `{payload.name}` is not declared in this file: it cannot be renamed"
+
+
+def _field_problem(a: Analysis, offset: int, old: str, new: str) -> str | None:
+    """Why renaming the field ``old`` under ``offset`` to ``new`` must be refused: ``new`` is
+    not a name (a field takes every word of the language, docs/reference/lexical.md, but no
+    other spelling), the object type already has a field ``new``, or the re-checked text
+    changes what names refer to or adds an error (:func:`semantic_change`)."""
+    if not IDENT_RE.match(new):
+        return f"`{new}` is not a valid field name: a field is named like a variable (`due_date`)"
+    if new == old:
+        return None
+    field = own_field(a, offset)
+    home = field_home(a, field[2]) if field is not None else None
+    if field is None or home is None:
+        return "this field cannot be renamed"
+    clash = next((f for f in home[0].fields if f.name.name == new), None)
+    if clash is not None:
+        owner = f"`{home[1]}`" if home[1] is not None else "this object type"
+        return f"{owner} already has a field `{new}` (line {clash.name.span.line})"
+    spans = references_for_rename(a, offset) or []
+    return semantic_change(a, "field", old, new, spans)
 
 
 def _stubbed_with_others(a: Analysis, offset: int) -> bool:

@@ -72,7 +72,12 @@ from agentflow.lsp.incremental import IncrementalParser
 from agentflow.lsp.positions import LineIndex
 from agentflow.lsp.stdio import CheckedStdin, log_to_stderr
 from agentflow.lsp.watch import WATCH_INTERVAL_S, FileWatch, config_candidates
-from agentflow.lsp.workspace_files import importing_files, workspace_roots, workspace_symbols
+from agentflow.lsp.workspace_files import (
+    DiskFiles,
+    importing_files,
+    workspace_roots,
+    workspace_symbols,
+)
 from agentflow.runtime.config_check import config_diagnostics
 from agentflow.stdlib import PRELUDE
 
@@ -247,6 +252,9 @@ class FlowLanguageServer(LanguageServer):
         self.watch_s = WATCH_INTERVAL_S
         self.watch = FileWatch()
         self._watch_task: asyncio.Task[None] | None = None
+        #: the workspace's `.flow` files on disk and their texts, kept between references,
+        #: renames and workspace symbols (forgotten on file events and saves)
+        self.disk = DiskFiles()
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -529,13 +537,13 @@ class FlowLanguageServer(LanguageServer):
         opened = {file_key(self.file_of(u)) for u in list(self.workspace.text_documents)}
         target = file_key(home)
         files: list[tuple[Path, str | None]] = [] if target in opened else [(target, None)]
-        files += importing_files(workspace_roots(self.workspace), home, name)
+        files += importing_files(workspace_roots(self.workspace), home, name, self.disk)
         out: list[tuple[str, Analysis, LineIndex, list[Span]]] = []
         for path, text in files:
             if path in opened:
                 continue
             try:
-                source = read_source(path) if text is None else text
+                source = self.disk.text(path) if text is None else text
                 file = str(path)
                 importer = Importer(self.read_imported, self.import_cache)
                 analysis = analyze(source, file, IncrementalParser(file), importer)
@@ -796,6 +804,8 @@ def create_server() -> FlowLanguageServer:
     ) -> None:
         for change in params.changes:
             path = file_key(ls.file_of(change.uri))
+            if path.suffix == ".flow":
+                ls.disk.forget(path)  # a file made, changed or deleted: walk and read again
             if path.suffix == ".flow" or path.name == "flow.toml" or ls.generated(path):
                 ls.watch.note(path)
                 ls.file_changed(path)
@@ -812,6 +822,7 @@ def create_server() -> FlowLanguageServer:
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
     async def did_save(ls: FlowLanguageServer, params: lsp.DidSaveTextDocumentParams) -> None:
+        ls.disk.forget(file_key(ls.file_of(params.text_document.uri)))
         ls.schedule(params.text_document.uri, delay=0)
         ls.imported_changed(params.text_document.uri, delay=0)
 
@@ -953,7 +964,7 @@ def create_server() -> FlowLanguageServer:
         loop = asyncio.get_running_loop()
         roots = workspace_roots(ls.workspace)
         found = await loop.run_in_executor(
-            ls._worker, workspace_symbols, roots, opened, params.query
+            ls._worker, workspace_symbols, roots, opened, params.query, ls.disk
         )
         indexes: dict[Path, LineIndex] = {}
         out = []
@@ -1035,8 +1046,17 @@ def create_server() -> FlowLanguageServer:
                 if problem is not None:
                     raise JsonRpcInvalidParams(f"cannot rename: {problem}")
                 changes[other] = [lsp.TextEdit(ls.range_of(s, other_index), new) for s in found]
+        field = analysis.own_field(offset)
+        owner = analysis.field_type_name(field[2]) if field is not None else None
+        if field is not None and owner is not None and new != field[0]:
+            # a field of a `type` other files import: their uses of it follow
+            home, key = ls.file_of(uri), field[2]
+            for other, _imported, other_index, found in await ls.importer_uses(
+                uri, home, lambda a: a.field_references_of(home, key), owner, left_out
+            ):
+                changes[other] = [lsp.TextEdit(ls.range_of(s, other_index), new) for s in found]
         if left_out:  # the user is told which files keep the old name
-            old_name = name or type_name
+            old_name = name or type_name or (field[0] if field is not None else None)
             shown = ", ".join(f"`{p.name}`" for p in left_out)
             ls.window_show_message(
                 lsp.ShowMessageParams(
@@ -1073,6 +1093,14 @@ def create_server() -> FlowLanguageServer:
                 lambda a: a.type_references_of(thome, tname, params.context.include_declaration),
                 tname,
             )
+        else:  # a field of a `type` other files import: its uses there
+            field = analysis.own_field(offset)
+            owner = analysis.field_type_name(field[2]) if field is not None else None
+            if field is not None and owner is not None:
+                home, key = ls.file_of(uri), field[2]
+                more = await ls.importer_uses(
+                    uri, home, lambda a: a.field_references_of(home, key), owner
+                )
         for other, _imported, other_index, spans_there in more:
             found.extend(ls.location_of(s, other, other_index) for s in spans_there)
         return _unique_locations(found)

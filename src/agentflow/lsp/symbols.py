@@ -65,7 +65,7 @@ def symbols(a: Analysis) -> list[DocSymbol]:
                     "tool",
                     item.span,
                     item.name.span,
-                    locate.sig_str(sig) if sig else None,
+                    locate.sig_str(sig, res.env) if sig else None,
                 )
             )
         elif isinstance(item, ast.FnDecl):

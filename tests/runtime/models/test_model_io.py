@@ -270,7 +270,7 @@ type A {
   tags: text[]?
 }
 
-stage ask -> A {
+stage answer -> A {
   let r = agent(helper) {
     task "Answer the question."
     input { q: input.q }
