@@ -686,7 +686,11 @@ async def _run_prepared(
     calls: dict[str, int] = {}
     sleeps: list[Any] = []  # the durations `sleep` steps waited (virtual time: no real wait)
 
+    generated: dict[str, None] = {}  # the agents the built-in test model answered, in order
+
     def count(event: Any) -> None:
+        if event.kind == "model_call" and event.data.get("model") == _GENERATED:
+            generated[str(event.data.get("agent") or event.data.get("role") or "?")] = None
         if event.kind == "tool_started":
             name = event.data.get("tool_name")
             calls[name] = calls.get(name, 0) + 1
@@ -762,7 +766,23 @@ async def _run_prepared(
                 )
             continue
         failures.extend(_check_expect(shown, exp, scope, outcome.ok, text, result, stage_errors))
-    return failures
+    return _with_generated_note(failures, list(generated))
+
+
+def _with_generated_note(failures: list[str], generated: list[str]) -> list[str]:
+    """``failures`` with a note on the first naming the agents no stub covered, whose values
+    came from the built-in test model (docs/reference/testing.md "Stubs"); as they are when
+    nothing failed or every agent was stubbed or replayed."""
+    if not failures or not generated:
+        return failures
+    names = ", ".join(f"`{name}`" for name in generated)
+    which = f"agent {names}" if len(generated) == 1 else f"agents {names}"
+    note = (
+        f"\n    note: no `stub agent` covered {which}: the built-in test model answered "
+        f"{'it' if len(generated) == 1 else 'them'} with values generated from the contract "
+        f"(stub it: `stub agent {generated[0]} returns …`)"
+    )
+    return [failures[0] + note, *failures[1:]]
 
 
 def _stage_values(
@@ -1104,7 +1124,7 @@ def _stub_router(config: Any, answers: dict[str, Answers], replay: Any = None) -
                 elif replay is not None:
                     client = (resolved("replay"), replay)
                 else:
-                    client = (resolved("test"), generated)
+                    client = (resolved(_GENERATED), generated)
                 self._routed[name] = RoutedClient(self, name, [client])
             return self._routed[name]
 
@@ -1112,6 +1132,8 @@ def _stub_router(config: Any, answers: dict[str, Answers], replay: Any = None) -
 
 
 _StubRouter = _stub_router
+#: the model label of a call the built-in test model answered in a test (not a stub or replay)
+_GENERATED = "test"
 
 
 def _as_checked(schema: Any) -> Any:
