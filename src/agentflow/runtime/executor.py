@@ -126,6 +126,7 @@ from agentflow.runtime.where import (
     lets_by_name,
     quotes_expressions,
     written_place,
+    written_steps,
 )
 
 if TYPE_CHECKING:
@@ -1047,6 +1048,7 @@ async def run_plan(
         output=output,
         error=error,
         results=results,
+        steps=written_steps(plan, results),
         partial=_partial(ex) if status in ("aborted", "cancelled") else {},
         usage=as_usage(
             {
