@@ -139,8 +139,9 @@ class _Lowerer(
         # text holds them (:func:`_place_lets`)
         self.let_marks: list[_LetMark] = []
         # every inlined `let` worth a node of the graph (not a literal or another name):
-        # (stage, name, source, fragment, value as written) — `meta.values` (lower_written.py)
-        self.drawn_lets: list[tuple[str | None, str, str, Frag, str | None]] = []
+        # (stage, name, source, fragment, value as written, whether it can fail: then
+        # `meta.lets` has it) — `meta.values` (lower_written.py)
+        self.drawn_lets: list[tuple[str | None, str, str, Frag, str | None, bool]] = []
 
     # -- meta / steps ------------------------------------------------------------------------
     def source(self, span: Span) -> str:
@@ -298,13 +299,13 @@ class _Lowerer(
         """:attr:`drawn_lets` with their fragments printed as the plan holds them (a let that
         reads an inline body's step is left out: its text is the body's select)."""
         out: list[LetValue] = []
-        for stage, name, source, frag, written in self.drawn_lets:
+        for stage, name, source, frag, written, fails in self.drawn_lets:
             try:
                 printed = frag.render()
             except _NeedsOutline:
                 continue
             if written is not None and len(printed.strip()) >= 4:
-                out.append((stage, name, source, printed, written))
+                out.append((stage, name, source, printed, written, fails))
         return out
 
     def _inlined_stage(self, stage: ast.StageDecl, value: Frag) -> list[StageMark]:
@@ -399,13 +400,14 @@ class _Lowerer(
                 if not (len(frag.parts) == 1 and isinstance(frag.parts[0], StepRef)):
                     # inlined as text: a condition that reads it keeps its name (meta.when)
                     self.inlined_lets.add((id(ctx), st.name.name))
+                    fails = _can_fail(st.value) or self._compared_by_length(st.value)
                     if not _plain(st.value):
                         as_written = span_text(self.source_text, st.value, self.r.module.file)
                         self.drawn_lets.append(
                             (ctx.stage, st.name.name, self.source(st.value.span), frag,
-                             _dedented(as_written))
+                             _dedented(as_written), fails)
                         )  # fmt: skip
-                    if _can_fail(st.value) or self._compared_by_length(st.value):
+                    if fails:
                         source = self.source(st.value.span)
                         written = _dedented(
                             span_text(self.source_text, st.value, self.r.module.file)

@@ -456,15 +456,19 @@ class _Builder:
 
     def let_values(self, meta: dict[str, Any], reader: str, prefix: str) -> None:
         """The node of each inlined ``let`` of the stage ``meta.stage`` whose value the node
-        ``reader`` holds (``meta.values``; a pure stage's ``lets``: compiler/lower_written.py):
+        ``reader`` holds (``meta.lets`` and ``meta.values``; a pure stage's ``lets`` passed as
+        ``values``: compiler/lower_written.py):
         a ``value`` node in its stage's group, titled ``name = value`` as written, once per
         plan, with an edge from ``input`` when it reads it, from each drawn ``let`` it reads,
         and to ``reader`` when ``reader``'s text names it (or no other drawn ``let`` reads it)
         — a computed value drawn as a value step is (docs/observability.md "Values as written,
         and pure stages")."""
         stage = meta.get("stage")
-        values = meta.get("values")
-        if not isinstance(stage, str) or not isinstance(values, list):
+        values: list[Any] = []
+        for key in ("lets", "values"):
+            held = meta.get(key)
+            values += held if isinstance(held, list) else []
+        if not isinstance(stage, str):
             return
         lets = [
             e for e in values
@@ -524,7 +528,7 @@ class _Builder:
             self._stage_nodes.setdefault(prefix, {})[scope.names[path]] = nid
         if meta.get("stages"):
             self.pure_stages(meta, nid, prefix)
-        if meta.get("values"):
+        if meta.get("values") or meta.get("lets"):
             self.let_values(meta, nid, prefix)
         for ref in sorted(template_refs(step.compiled) if step.compiled is not None else set()):
             if ref in node_of:
