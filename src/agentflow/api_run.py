@@ -48,7 +48,13 @@ from agentflow.runtime.context import RunContext
 from agentflow.runtime.events import CallbackSink, ConsoleSink, Event, JsonlSink, Sink
 from agentflow.runtime.executor import run_plan, validate_input
 from agentflow.runtime.extract import NonJsonNumber, json_kind, json_value_problem, loads_value
-from agentflow.runtime.hooks import Hooks, answering, default_interlocutor
+from agentflow.runtime.hooks import (
+    AskRequest,
+    Hooks,
+    answering,
+    checked_answer,
+    default_interlocutor,
+)
 from agentflow.runtime.model_needs import (
     plan_model_refs,
     plan_model_refusal,
@@ -229,9 +235,10 @@ async def run(
       ``let`` an answer is bound to, its stage or its step path, as ``flowc answer`` takes
       them — given before the run (``flowc run --answer NAME=VALUE``): a text VALUE is parsed
       as ``flowc answer`` parses it (JSON unless the question wants text; ``yes``/``no`` for a
-      ``bool``), then checked against the question's type and choices when it is asked (a
-      refused one fails the step with ``output_validation``); the other asks go to ``hooks``'
-      interlocutor.  A NAME no ``ask`` of the plan has raises :class:`InputError` before the
+      ``bool``; a choice bare, as a JSON string or by its number), then checked against the
+      question's type and choices before the run (:class:`InputError`, the ask's message);
+      choices a plan renders from a template are checked when asked (a refused answer fails
+      the step with ``output_validation``); the other asks go to ``hooks``' interlocutor.  A NAME no ``ask`` of the plan has raises :class:`InputError` before the
       run, and so do an indexed NAME whose number of indices is not its ask's nesting in maps
       and loops, a NAME that is not a ``str``, a VALUE no JSON holds, and ``answers`` with
       ``durable`` (a durable run's questions wait for :func:`answer_run`); a NAME that
@@ -384,6 +391,54 @@ def _check_answers(plan: Plan, answers: Mapping[str, Any]) -> None:
                 f"answer for {name!r}: no `ask` of the flow is named so (the `let` its answer "
                 f"is bound to, its stage, or its step path); its asks: {asks}"
             )
+    _check_answer_values(plan, answers)
+
+
+def _check_answer_values(plan: Plan, answers: Mapping[str, Any]) -> None:
+    """Raise :class:`InputError` for an answer that the ``ask`` it answers would refuse, before
+    any step runs: its value checked as the run checks it (:func:`checked_answer`: the same
+    message), against each ask of ``plan`` (and the plans it calls) whose type and choices the
+    plan writes as they are — a schema or choices rendered from a ``{{ … }}`` template is
+    checked when it is asked; a question's templates are shown as ``…``. The message names the
+    ask as the `.flow` writes it (``approve › ok = ask``) and where (docs/reference/cli.md
+    "flowc run --answer")."""
+    for one in [plan, *(plan.plans or {}).values()]:
+        for path, step in one.iter_steps():
+            if step.tool_name != "ask":
+                continue
+            fields = step.input if isinstance(step.input, dict) else {}
+            question, schema, choices = (fields.get(k) for k in ("question", "schema", "choices"))
+            if "{{" in json.dumps([schema, choices], default=str):
+                continue  # known only as the run goes
+            # a question with `${…}` in it: its text, the values left out (`Ship …?`)
+            question = _TEMPLATE.sub("…", str(question))
+            let, stage = step.meta.get("name"), step.meta.get("stage")
+            given = [
+                n for n in answers
+                if n == path or (let and _answer_base(n) == let)
+            ]  # fmt: skip
+            if not given and isinstance(stage, str) and stage in answers:
+                given.append(stage)
+            request = AskRequest(question, schema, choices, path, [])
+            for name in given:
+                try:
+                    checked_answer(request, answers[name])
+                except InputError as e:
+                    label = f"{stage} › {f'{let} = ' if let else ''}ask" if stage else path
+                    source = step.meta.get("source")
+                    where = f"`{label}` at {source}" if source else f"`{label}`"
+                    raise InputError(
+                        f"{e} (the answer given for {name}, to {where}); nothing was run"
+                    ) from None
+
+
+#: A ``{{ … }}`` template in a plan's text
+_TEMPLATE = re.compile(r"\{\{.*?\}\}", re.S)
+
+
+def _answer_base(name: str) -> str:
+    """The ``let`` an answer NAME names: ``ok`` of ``ok``, ``ok[1]`` and ``s › item 1 › ok``."""
+    return name.split(" › ")[-1].removesuffix(" = ask").split("[", 1)[0]
 
 
 def _check_depth(name: str, let: str, depths: set[int]) -> None:

@@ -92,6 +92,8 @@ __all__ = [
 
 #: a line that starts a `test` block (a file whose test blocks do not parse still has them)
 _TEST_LINE = re.compile(r'^[ \t]*test[ \t]+"', re.M)
+#: the names of the outcome standing for a file whose tests could not run
+_UNCHECKED = frozenset({"flowc check", "flowc compile"})
 #: the ``model`` an agent step answered by a stub names (never a configured model)
 _STUB_PREFIX = "flowc-test-stub:"
 
@@ -101,8 +103,9 @@ class TestOutcome:
     """One test's result: ``file`` (as found), ``name``, ``line`` of the ``test`` keyword,
     ``passed``, ``failures`` (one message per failed expectation or problem, each starting with
     its ``file:line:col``), ``duration_ms``; ``cached``: it passed in an earlier run of the
-    same file, directory and agentflow version and was not run again. A file that does not check is one outcome named
-    ``flowc check`` carrying its diagnostics."""
+    same file, directory and agentflow version and was not run again. A file that does not
+    check is one outcome named ``flowc check`` carrying its diagnostics (``flowc compile`` when
+    it does not lower), ``not_run`` the number of its tests that were therefore not run."""
 
     __test__ = False  # not a pytest test class
 
@@ -113,6 +116,7 @@ class TestOutcome:
     failures: list[str] = field(default_factory=list)
     duration_ms: int = 0
     cached: bool = False
+    not_run: int = 0
 
 
 @dataclass
@@ -144,9 +148,24 @@ class TestReport:
         return sum(1 for o in self.outcomes if o.cached)
 
     def summary(self) -> str:
-        """``N passed, N failed`` (and `` (N cached)`` when some passes were not run)."""
+        """``N passed, N failed`` (and `` (N cached)`` when some passes were not run), counting
+        tests; then, for the files that do not check, ``; N tests not run: FILE does not
+        check`` (docs/reference/testing.md "Running")."""
         cached = f" ({self.cached} cached)" if self.cached else ""
-        return f"{self.passed} passed, {self.failed} failed{cached}"
+        broken = [o for o in self.outcomes if o.name in _UNCHECKED]
+        failed = self.failed - len(broken)
+        text = f"{self.passed} passed, {failed} failed{cached}"
+        if not broken:
+            return text
+        count = sum(o.not_run for o in broken)
+        tests = "1 test" if count == 1 else f"{count} tests" if count else "its tests"
+        files = sorted({o.file for o in broken})
+        if len(files) == 1:
+            does = "compile" if broken[0].name == "flowc compile" else "check"
+            why = f"{files[0]} does not {does}"
+        else:
+            why = f"{len(files)} files do not check"
+        return f"{text}; {tests} not run: {why}"
 
     def to_junit(self) -> str:
         """The report as JUnit XML (one ``testsuite`` per file, one ``testcase`` per test)."""
@@ -319,18 +338,21 @@ async def _run_file(
     has_tests = bool(result.tests) or _TEST_LINE.search(text) is not None
     if not has_tests:
         return []
+    # the tests a file that does not check holds (its blocks, when they did not parse)
+    held = len(tests) if result.tests else len(_TEST_LINE.findall(text))
     if not result.ok:
         rendered = render_text(result.errors, {shown: text}, color=False)
-        return [TestOutcome(shown, "flowc check", 0, False, [rendered.rstrip()])]
+        return [TestOutcome(shown, "flowc check", 0, False, [rendered.rstrip()], not_run=held)]
     if not tests:
         return []
     try:
         plan, stages = lower_with_stages(result, file=shown, source=text)
     except LoweringError as e:
         where = f"{shown}:{e.span.line}:{e.span.column}"
-        return [TestOutcome(shown, "flowc compile", 0, False, [f"{where}: {e.message}"])]
+        failure = [f"{where}: {e.message}"]
+        return [TestOutcome(shown, "flowc compile", 0, False, failure, not_run=len(tests))]
     except CompileError as e:  # pragma: no cover - lower raises LoweringError only
-        return [TestOutcome(shown, "flowc compile", 0, False, [str(e)])]
+        return [TestOutcome(shown, "flowc compile", 0, False, [str(e)], not_run=len(tests))]
     # the stages' values are read after the run (:func:`_stage_values`), not by the plan's
     # finish: its output and `meta` stay the run's, so an error of the output points at the
     # `.flow` as `flowc run`'s does, and a stage no run reads never fails a test
@@ -664,7 +686,11 @@ async def _run_prepared(
     calls: dict[str, int] = {}
     sleeps: list[Any] = []  # the durations `sleep` steps waited (virtual time: no real wait)
 
+    generated: dict[str, None] = {}  # the agents the built-in test model answered, in order
+
     def count(event: Any) -> None:
+        if event.kind == "model_call" and event.data.get("model") == _GENERATED:
+            generated[str(event.data.get("agent") or event.data.get("role") or "?")] = None
         if event.kind == "tool_started":
             name = event.data.get("tool_name")
             calls[name] = calls.get(name, 0) + 1
@@ -740,7 +766,23 @@ async def _run_prepared(
                 )
             continue
         failures.extend(_check_expect(shown, exp, scope, outcome.ok, text, result, stage_errors))
-    return failures
+    return _with_generated_note(failures, list(generated))
+
+
+def _with_generated_note(failures: list[str], generated: list[str]) -> list[str]:
+    """``failures`` with a note on the first naming the agents no stub covered, whose values
+    came from the built-in test model (docs/reference/testing.md "Stubs"); as they are when
+    nothing failed or every agent was stubbed or replayed."""
+    if not failures or not generated:
+        return failures
+    names = ", ".join(f"`{name}`" for name in generated)
+    which = f"agent {names}" if len(generated) == 1 else f"agents {names}"
+    note = (
+        f"\n    note: no `stub agent` covered {which}: the built-in test model answered "
+        f"{'it' if len(generated) == 1 else 'them'} with values generated from the contract "
+        f"(stub it: `stub agent {generated[0]} returns …`)"
+    )
+    return [failures[0] + note, *failures[1:]]
 
 
 def _stage_values(
@@ -1082,7 +1124,7 @@ def _stub_router(config: Any, answers: dict[str, Answers], replay: Any = None) -
                 elif replay is not None:
                     client = (resolved("replay"), replay)
                 else:
-                    client = (resolved("test"), generated)
+                    client = (resolved(_GENERATED), generated)
                 self._routed[name] = RoutedClient(self, name, [client])
             return self._routed[name]
 
@@ -1090,6 +1132,8 @@ def _stub_router(config: Any, answers: dict[str, Answers], replay: Any = None) -
 
 
 _StubRouter = _stub_router
+#: the model label of a call the built-in test model answered in a test (not a stub or replay)
+_GENERATED = "test"
 
 
 def _as_checked(schema: Any) -> Any:

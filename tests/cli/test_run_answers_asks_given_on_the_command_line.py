@@ -153,3 +153,36 @@ def test_the_same_name_answered_twice_is_a_usage_error_naming_both(tmp_path, mon
     twice = _answered(tmp_path, monkeypatch, MAP, '["a"]', "ok=yes", "ok=no")
     assert twice.exit_code == 2
     assert "ok is answered twice, ok=yes and ok=no: give one --answer ok" in twice.stderr
+
+
+CHOICE = """\
+type Choice = "ship" | "hold"
+stage approve -> Choice {
+  let ok = ask "Ship or hold?" expect Choice
+  return ok
+}
+"""
+
+
+def test_an_answer_its_ask_refuses_is_refused_before_any_step_runs(tmp_path, monkeypatch):
+    # the ask's type is in the plan: its message, the ask named as the `.flow` writes it
+    bad = _run(tmp_path, monkeypatch, "--answer", "ok=maybe")
+    assert bad.exit_code == 1
+    assert bad.stderr == (
+        'error: answer to `Send the reply about …?`: `answer` is "maybe", but the ask\'s type '
+        "wants `bool` here; a yes/no question takes yes, no, true or false (or y, n) (the "
+        "answer given for ok, to `approve › ok = ask` at approve.flow:5:12); nothing was run\n"
+    )
+    assert "▶" not in bad.stderr
+
+
+def test_a_choice_is_answered_bare_as_a_json_string_or_by_its_number(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NO_COLOR", "1")
+    (tmp_path / "c.flow").write_text(CHOICE)
+    for value in ["hold", '"hold"', "2"]:
+        out = CliRunner().invoke(main, ["run", "c.flow", "--answer", f"ok={value}"])
+        assert out.exit_code == 0 and json.loads(out.stdout) == "hold", (value, out.output)
+    past = CliRunner().invoke(main, ["run", "c.flow", "--answer", "ok=3"])
+    assert past.exit_code == 1 and "▶" not in past.stderr
+    assert '"3" is not one of "ship" | "hold"' in past.stderr

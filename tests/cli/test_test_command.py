@@ -148,13 +148,20 @@ def test_unstubbed_agents_get_the_test_models_answer(tmp_path):
     assert [(o.passed, o.failures) for o in report.outcomes] == [(True, [])]
 
 
-def test_a_file_that_does_not_check_is_one_failed_entry_with_its_diagnostics(tmp_path):
+def test_a_file_that_does_not_check_prints_its_diagnostics_and_says_its_tests_were_not_run(
+    tmp_path,
+):
+    # a new user's trial read `0 passed, 1 failed` for four tests that never ran
     broken = FLOW.replace('returns { top: ["x"], count: 1 }', 'returns { top: ["x"], count: "1" }')
     _write(tmp_path, broken)
     result = CliRunner().invoke(main, ["test", str(tmp_path)])
     assert result.exit_code == 1
     assert "error[stub-mismatch]" in result.output
-    assert result.output.rstrip().endswith("0 passed, 1 failed")
+    shown = tmp_path / "todo.flow"
+    assert f"{shown} flowc check FAILED (4 tests not run)\n" in result.output
+    assert result.output.rstrip().endswith(
+        f"0 passed, 0 failed; 4 tests not run: {shown} does not check"
+    )
 
 
 def test_files_without_test_blocks_say_so_and_exit_5_as_pytest_does(tmp_path):

@@ -45,7 +45,9 @@ def _compiled():
 def test_the_subject_agent_is_not_named_for_the_let_of_the_match():
     g = build_graph(api.plan_from_data(_compiled(), "m.flow"))
     titles = [n.title for n in g.nodes]
-    assert "agent(w)" in titles and not any(t.startswith("r = ") for t in titles)
+    assert "agent(w)" in titles and not any(t.startswith("r = agent") for t in titles)
+    # `r` is drawn as the value it computes: the match, as written
+    assert any(t.startswith('r = match (agent(w) { task "sev?"') for t in titles), titles
     assert "match k" in titles
     assert not any("=> true" in t for t in titles)
     edges = {e.label for e in g.edges if e.kind == "branch"}

@@ -6,12 +6,14 @@ default was used. (The same on a real pseudo-terminal: tests/cli/test_console_un
 from __future__ import annotations
 
 import io
+import json
 import re
 
 import pytest
 
 from agentflow import api
 from agentflow.errors import InputError
+from agentflow.ir.loader import load_plan_text
 from agentflow.runtime.events import ConsoleSink
 from agentflow.runtime.hooks import Hooks, terminal_interlocutor
 
@@ -84,14 +86,33 @@ def test_answers_given_before_the_run_answer_the_asks_they_name_by_let_stage_or_
     assert result.output == "ship"
 
 
-def test_a_given_answer_the_question_refuses_fails_the_step_with_flowc_answers_message(tmp_path):
-    result, _ = _run(tmp_path, answers={"go": "maybe"})
+def test_a_given_answer_the_question_refuses_is_refused_before_the_run_with_its_message(
+    tmp_path,
+):
+    # the ask's type is known from the plan: its message, the ask named as the `.flow` writes it
+    with pytest.raises(InputError) as e:
+        _run(tmp_path, answers={"go": "maybe"})
+    assert str(e.value) == (
+        'answer to `Publish the digest?`: `answer` is "maybe", but the ask\'s type wants `bool` '
+        "here; a yes/no question takes yes, no, true or false (or y, n) (the answer given for go, "
+        "to `go › ask` at confirm.flow:6:3); nothing was run"
+    )
+
+
+def test_a_given_answer_whose_type_is_known_only_as_the_run_goes_fails_its_step():
+    # a hand-written plan's choices from a template: checked when the ask is asked
+    plan = {
+        "version": 1, "name": "p",
+        "steps": [{"id": "A", "tool_name": "ask", "input": {
+            "question": "Ship?", "choices": "{{ input.choices }}",
+        }}],
+        "finish": {"mode": "output", "output": "{{ A }}"},
+    }  # fmt: skip
+    loaded = load_plan_text(json.dumps(plan))
+    result = api.run_sync(loaded, {"choices": ["ship", "hold"]}, answers={"A": "maybe"})
     assert result.status == "error" and result.error is not None
     assert result.error.code == "output_validation"
-    assert result.error.message == (
-        'answer to `Publish the digest?`: `answer` is "maybe", but the ask\'s type wants `bool` '
-        "here; a yes/no question takes yes, no, true or false (or y, n) (the answer given for go)"
-    )
+    assert result.error.message.endswith("(the answer given for A)")
 
 
 def test_an_answer_for_a_name_no_ask_has_is_refused_before_the_run(tmp_path):

@@ -77,6 +77,8 @@ def test_cmd(
         )
         if outcome.cached:
             mark += " (cached)"
+        if outcome.not_run:  # a file that does not check: its tests were not run
+            mark += f" ({outcome.not_run} test{'s' if outcome.not_run > 1 else ''} not run)"
         where = f"{outcome.file}:{outcome.line}" if outcome.line else outcome.file
         _out(Styled(f"{visible(where)} {visible(outcome.name)} {mark}"))  # the mark's colour
         for failure in outcome.failures:

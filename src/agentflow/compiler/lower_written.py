@@ -12,7 +12,16 @@ from typing import Any
 
 from agentflow.grammar import ast
 
-__all__ = ["StageMark", "place_stages", "span_text", "step_texts", "value_expr", "value_stmt"]
+__all__ = [
+    "LetValue",
+    "StageMark",
+    "place_stages",
+    "place_values",
+    "span_text",
+    "step_texts",
+    "value_expr",
+    "value_stmt",
+]
 
 #: the longest ``meta.text`` kept (longer expressions are not worth a label)
 MAX_TEXT = 2000
@@ -20,6 +29,10 @@ MAX_TEXT = 2000
 #: a stage whose value was inlined: (its name, `file:line:col` of its value, the value's
 #: template text as the plan holds it, the value as written)
 StageMark = tuple[str, str, str, str]
+#: an inlined `let` the graph draws: (its stage, its name, `file:line:col` of its value, the
+#: value's template text as the plan holds it, the value as written, whether it can fail — a
+#: step's ``meta.lets`` has it then, and its ``meta.values`` does not repeat it)
+LetValue = tuple[str | None, str, str, str, str, bool]
 
 
 def span_text(source: str | None, node: ast.Node, file: str) -> str | None:
@@ -74,6 +87,35 @@ def place_stages(
         ]
         if found:
             meta["stages"] = found
+
+
+def place_values(data: dict[str, Any], lets: list[LetValue], stage_marks: list[StageMark]) -> None:
+    """Record, in the ``meta.values`` of each step (and ``finish``) of every plan in ``data``
+    whose templates hold the printed value of an inlined ``let`` of its stage that cannot fail
+    (one that can is in its ``meta.lets`` already), ``{name, source, text}`` of that let
+    (``text`` as written); and in each ``meta.stages`` entry (a pure stage,
+    :func:`place_stages`), all its such ``lets`` — the graph draws each as a computed value
+    (docs/observability.md "Values as written, and pure stages")."""
+    if not lets:
+        return
+    printed_stage = {name: printed for name, _, printed, _ in stage_marks}
+
+    def entries(stage: Any, texts: list[str], failing: bool) -> list[dict[str, str]]:
+        return [
+            {"name": name, "source": source, "text": written}
+            for st, name, source, printed, written, fails in lets
+            if st == stage and (failing or not fails) and any(printed in t for t in texts)
+        ]
+
+    for meta, own in step_texts(data):
+        found = entries(meta.get("stage"), own, False)
+        if found:
+            meta["values"] = found
+        for entry in meta.get("stages") or []:
+            held = printed_stage.get(entry.get("name"))
+            inner = entries(entry.get("name"), [held], True) if held else []
+            if inner:
+                entry["lets"] = inner
 
 
 def step_texts(data: dict[str, Any]) -> list[tuple[dict[str, Any], list[str]]]:

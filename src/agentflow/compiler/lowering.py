@@ -53,8 +53,10 @@ from agentflow.compiler.lower_functions import FunctionLowering
 from agentflow.compiler.lower_match import MatchLowering
 from agentflow.compiler.lower_parallel import ParallelLowering
 from agentflow.compiler.lower_written import (
+    LetValue,
     StageMark,
     place_stages,
+    place_values,
     span_text,
     step_texts,
     value_expr,
@@ -136,6 +138,10 @@ class _Lowerer(
         # the inlined lets its value reads), recorded in the `meta.lets` of the steps whose
         # text holds them (:func:`_place_lets`)
         self.let_marks: list[_LetMark] = []
+        # every inlined `let` worth a node of the graph (not a literal or another name):
+        # (stage, name, source, fragment, value as written, whether it can fail: then
+        # `meta.lets` has it) — `meta.values` (lower_written.py)
+        self.drawn_lets: list[tuple[str | None, str, str, Frag, str | None, bool]] = []
 
     # -- meta / steps ------------------------------------------------------------------------
     def source(self, span: Span) -> str:
@@ -286,7 +292,21 @@ class _Lowerer(
         if self.let_marks:
             _place_lets(data, self.let_marks)
         place_stages(data, stage_marks, self.stage_reads)
+        place_values(data, self._drawn(), stage_marks)
         return data
+
+    def _drawn(self) -> list[LetValue]:
+        """:attr:`drawn_lets` with their fragments printed as the plan holds them (a let that
+        reads an inline body's step is left out: its text is the body's select)."""
+        out: list[LetValue] = []
+        for stage, name, source, frag, written, fails in self.drawn_lets:
+            try:
+                printed = frag.render()
+            except _NeedsOutline:
+                continue
+            if written is not None and len(printed.strip()) >= 4:
+                out.append((stage, name, source, printed, written, fails))
+        return out
 
     def _inlined_stage(self, stage: ast.StageDecl, value: Frag) -> list[StageMark]:
         """The mark of ``stage`` when its value was inlined where it is read (no step of its
@@ -380,7 +400,14 @@ class _Lowerer(
                 if not (len(frag.parts) == 1 and isinstance(frag.parts[0], StepRef)):
                     # inlined as text: a condition that reads it keeps its name (meta.when)
                     self.inlined_lets.add((id(ctx), st.name.name))
-                    if _can_fail(st.value) or self._compared_by_length(st.value):
+                    fails = _can_fail(st.value) or self._compared_by_length(st.value)
+                    if not _plain(st.value):
+                        as_written = span_text(self.source_text, st.value, self.r.module.file)
+                        self.drawn_lets.append(
+                            (ctx.stage, st.name.name, self.source(st.value.span), frag,
+                             _dedented(as_written), fails)
+                        )  # fmt: skip
+                    if fails:
                         source = self.source(st.value.span)
                         written = _dedented(
                             span_text(self.source_text, st.value, self.r.module.file)
@@ -765,6 +792,18 @@ def _can_fail(e: ast.Expr) -> bool:
         if (t is ast.Binary or t is ast.Unary) and n.op in _FAILING_OPS:  # type: ignore[attr-defined]
             return True
     return False
+
+
+#: a `let` whose value is a literal or another name: no node of its own in the graph
+_PLAIN = (ast.Name, ast.NumberLit, ast.BoolLit, ast.NullLit, ast.DurationLit)
+
+
+def _plain(e: ast.Expr) -> bool:
+    """True when ``e`` computes nothing the graph would show: a literal (a text without
+    ``${…}``) or a name."""
+    if isinstance(e, ast.StringLit):
+        return e.is_plain
+    return isinstance(e, _PLAIN)
 
 
 #: an inlined `let` that can fail: (stage, name, `file:line:col` of its value, its fragment,

@@ -169,6 +169,11 @@ def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", text)
 
 
+def _names(text: str, name: str) -> bool:
+    """True when ``text`` (an expression as written) reads the name ``name``."""
+    return re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", text) is not None
+
+
 def _short(text: str, limit: int = LABEL_CHARS) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -302,6 +307,10 @@ class _Builder:
         self.tools: dict[str, str] = {}  # tool name → node id
         #: per plan (its prefix): its stages' groups, the group it is drawn in, its name
         self._groups_of: dict[str, tuple[dict[str, GraphGroup], GraphGroup | None, str]] = {}
+        #: the node of each step a `.flow` name reads (a stage's value, a ``let``'s step, by
+        #: ``step_names`` and ``meta.value_of``), by plan prefix: what a drawn ``let`` that
+        #: reads the name is linked from (:meth:`let_values`)
+        self._stage_nodes: dict[str, dict[str, str]] = {}
 
     # -- nodes and groups
     def add(self, node: GraphNode, group: GraphGroup | None) -> GraphNode:
@@ -395,6 +404,7 @@ class _Builder:
         self.add(GraphNode(fin_id, "finish", "finish", title, details, plan.name), parent_group)
         if isinstance(fin.meta, dict):
             self.pure_stages(fin.meta, fin_id, prefix)
+            self.let_values(fin.meta, fin_id, prefix)
         refs = _refs_of_text(fin.output) | _refs_of_text(fin.prompt)
         linked = False
         for ref in sorted(refs):
@@ -439,7 +449,60 @@ class _Builder:
                 )
                 if isinstance(text, str) and re.search(r"\binput\b", text):
                     self.edge(f"{prefix}input", nid)
+                self.let_values(
+                    {"stage": name, "values": entry.get("lets"), "text": text}, nid, prefix
+                )
             self.edge(nid, reader)
+
+    def let_values(self, meta: dict[str, Any], reader: str, prefix: str) -> None:
+        """The node of each inlined ``let`` of the stage ``meta.stage`` whose value the node
+        ``reader`` holds (``meta.lets`` and ``meta.values``; a pure stage's ``lets`` passed as
+        ``values``: compiler/lower_written.py):
+        a ``value`` node in its stage's group, titled ``name = value`` as written, once per
+        plan, with an edge from ``input`` when it reads it, from each drawn ``let`` it reads,
+        and to ``reader`` when ``reader``'s text names it (or no other drawn ``let`` reads it)
+        — a computed value drawn as a value step is (docs/observability.md "Values as written,
+        and pure stages")."""
+        stage = meta.get("stage")
+        values: list[Any] = []
+        for key in ("lets", "values"):
+            held = meta.get(key)
+            values += held if isinstance(held, list) else []
+        if not isinstance(stage, str):
+            return
+        lets = [
+            e for e in values
+            if isinstance(e, dict) and isinstance(e.get("name"), str)
+            and isinstance(e.get("text"), str)
+        ]  # fmt: skip
+        if not lets:
+            return
+        groups, parent, plan_name = self._groups_of.get(prefix, ({}, None, ""))
+        if stage not in groups:
+            groups[stage] = self.group(
+                f"{prefix}stage_{_safe(stage)}", f"stage {stage}", "stage", parent
+            )
+        ids = {e["name"]: f"{prefix}let_{_safe(stage)}_{_safe(e['name'])}" for e in lets}
+        for e in lets:
+            nid = ids[e["name"]]
+            if self.graph.node(nid) is None:
+                source = e.get("source") if isinstance(e.get("source"), str) else None
+                title = _short(f"{e['name']} = {e['text']}")
+                details = ["inlined where it is read"]
+                node = GraphNode(nid, "", "value", title, details, plan_name, source)
+                self.add(node, groups[stage])
+                if re.search(r"\binput\b", e["text"]):
+                    self.edge(f"{prefix}input", nid)
+                for name, step in self._stage_nodes.get(prefix, {}).items():
+                    if _names(e["text"], name):  # a stage's or a `let`'s step, by its name
+                        self.edge(step, nid)
+        text = meta.get("text")
+        for e in lets:
+            read_by = [o for o in lets if o is not e and _names(o["text"], e["name"])]
+            for other in read_by:
+                self.edge(ids[e["name"]], ids[other["name"]])
+            if not read_by or (isinstance(text, str) and _names(text, e["name"])):
+                self.edge(ids[e["name"]], reader)
 
     def step(
         self,
@@ -459,8 +522,14 @@ class _Builder:
         own = scope.with_body(step) if tool in ("loop", "filter") else scope  # gate, until
         title, details, kind = self.describe(step, path, inp, meta, own)
         self.add(GraphNode(nid, path, kind, title, details, plan.name, meta.get("source")), group)
+        if isinstance(meta.get("value_of"), str):
+            self._stage_nodes.setdefault(prefix, {})[meta["value_of"]] = nid
+        if scope.names.get(path) and "/" not in path:  # a stage's value or a `let`'s step
+            self._stage_nodes.setdefault(prefix, {})[scope.names[path]] = nid
         if meta.get("stages"):
             self.pure_stages(meta, nid, prefix)
+        if meta.get("values") or meta.get("lets"):
+            self.let_values(meta, nid, prefix)
         for ref in sorted(template_refs(step.compiled) if step.compiled is not None else set()):
             if ref in node_of:
                 self.edge(node_of[ref], nid)

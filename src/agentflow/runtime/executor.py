@@ -127,6 +127,7 @@ from agentflow.runtime.where import (
     quote_written,
     quotes_expressions,
     written_place,
+    written_steps,
 )
 
 if TYPE_CHECKING:
@@ -1052,6 +1053,7 @@ async def run_plan(
         output=output,
         error=error,
         results=results,
+        steps=written_steps(plan, results),
         partial=_partial(ex) if status in ("aborted", "cancelled") else {},
         usage=as_usage(
             {

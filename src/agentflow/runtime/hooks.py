@@ -249,14 +249,15 @@ def spelled_bool(value: Any, schema: Any) -> Any:
 
 
 def _parse_answer(text: str, request: AskRequest) -> Any:
-    """A typed line → the answer: a choice by number or text, a bool by any of
+    """A typed line → the answer: a choice by text or else number (as :func:`checked_answer`
+    takes one), a bool by any of
     :data:`BOOL_SPELLINGS`, JSON when the schema wants a non-string, else the text."""
     text = text.strip()
     choices = request.choices or []
+    if choices and text in [str(c) for c in choices]:  # a choice's text before its number
+        return next(c for c in choices if str(c) == text)
     if choices and text.isdigit() and 1 <= int(text) <= len(choices):
         return choices[int(text) - 1]
-    if choices and text in [str(c) for c in choices]:
-        return next(c for c in choices if str(c) == text)
     spelled = spelled_bool(text, request.schema)
     if spelled is not text:
         return spelled
@@ -428,7 +429,8 @@ def _titled(schema: dict[str, Any]) -> str | None:
 
 def checked_answer(question: Any, value: Any) -> Any:
     """``value`` as an answer to ``question``: a JSON text parsed unless the question wants
-    text, ``yes``/``no`` spellings for a ``bool``, checked against its choices and schema.
+    text, a choice also as a JSON string (``"hold"`` with its quotes), ``yes``/``no``
+    spellings for a ``bool``, checked against its choices and schema.
     Raises InputError for a value it does not accept (engine-neutral)."""
 
     if isinstance(value, str) and not _wants_text(question):
@@ -440,6 +442,11 @@ def checked_answer(question: Any, value: Any) -> Any:
             pass
         except ValueError as e:  # JSON nested too deeply: refused as `--input` refuses it
             raise InputError(f"answer to `{question.question}`: {e}") from None
+    if question.choices and value not in question.choices:
+        # `'"hold"'` (a shell's JSON string): the choice it spells, as VALUE is JSON; `2`: the
+        # second choice, as the terminal numbers them; a value that is itself a choice is that
+        # choice (docs/decisions.md "A choice as JSON or by its number")
+        value = _quoted_choice(value, question.choices) or _numbered_choice(value, question.choices)
     value = spelled_bool(value, question.schema)  # yes/no/y/n/true/false, as at the terminal
     # not a JSON value (bytes, a set, NaN, …): said in JSON's terms, and before the secret
     # check, whose comparison a NaN (never equal to itself) would otherwise fool
@@ -451,13 +458,24 @@ def checked_answer(question: Any, value: Any) -> Any:
         raise InputError(f"answer to `{question.question}` refused: {secret}")
     problem = check_answer(value, question.schema, question.choices)
     if problem:
-        quoted = _quoted_choice(value, question.choices)
-        if quoted is not None:  # `'"ship"'`: a text question takes the text as is
-            problem += f"; give the choice without quotes: {quoted}"
-        elif isinstance(value, str) and wants_bool(question.schema):
+        if isinstance(value, str) and wants_bool(question.schema):
             problem += "; a yes/no question takes yes, no, true or false (or y, n)"
         raise InputError(f"answer to `{question.question}`: {problem}")
     return value
+
+
+def _numbered_choice(value: Any, choices: Any) -> Any:
+    """The choice ``value`` numbers (``2`` or ``"2"``: the second, as the terminal lists them
+    from 1), else ``value`` as it is."""
+    if not isinstance(choices, list | tuple) or isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        number = int(value.strip())
+    elif isinstance(value, int):
+        number = value
+    else:
+        return value
+    return choices[number - 1] if 1 <= number <= len(choices) else value
 
 
 def _quoted_choice(value: Any, choices: Any) -> str | None:

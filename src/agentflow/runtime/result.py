@@ -76,6 +76,9 @@ class RunResult(Generic[OutputT]):
     - ``error``: an :class:`~agentflow.errors.ErrorInfo` (``code`` of docs/spec/PLAN_IR.md §8,
       ``message``, ``step_path``, ``source``, ``details``) or None.
     - ``results``: ``{step id: result}`` of every top-level step that finished.
+    - ``steps``: for each key of ``results``, the step as the `.flow` writes it: ``{label,
+      stage, source}`` (those known; ``{"E0": {"label": "approve › ok = ask", "stage":
+      "approve", "source": "approve.flow:3:12"}}``); a hand-written plan's bare steps have none.
     - ``usage``: ``{inferences, input_tokens, output_tokens, by_role: {role: {inferences,
       input_tokens, output_tokens}}}``, plus ``cache_read_tokens`` / ``cache_write_tokens``
       when a provider reported prompt-cache use and ``cost`` (US dollars, the sum of the priced
@@ -108,6 +111,7 @@ class RunResult(Generic[OutputT]):
     run_id: str | None = None
     partial: dict[str, Any] = field(default_factory=dict)
     unused_answers: list[str] = field(default_factory=list)
+    steps: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -141,6 +145,8 @@ class RunResult(Generic[OutputT]):
             if self.error.details:
                 data["error"]["details"] = to_json_value(self.error.details)
         data["results"] = to_json_value(self.results)
+        if self.steps:  # the results' keys as the `.flow` writes them (compiled ids otherwise)
+            data["steps"] = {sid: dict(entry) for sid, entry in self.steps.items()}
         if self.partial:  # a stopped run's maps (items by index), loops, reduces, parallels
             data["partial"] = {
                 path: to_json_value(entry)
@@ -158,6 +164,19 @@ class RunResult(Generic[OutputT]):
         if self.unused_answers:
             data["unused_answers"] = list(self.unused_answers)
         return data
+
+
+def steps_from_json(data: Any) -> dict[str, dict[str, str]]:
+    """``RunResult.steps`` from its JSON form (``to_dict()["steps"]``), as a durable run's
+    recorded outcome holds it; ``{}`` for anything else (an outcome recorded before it had
+    them), and an entry that is not ``{field: text}`` is left out."""
+    if not isinstance(data, dict):
+        return {}
+    return {
+        str(sid): {str(k): v for k, v in entry.items() if isinstance(v, str)}
+        for sid, entry in data.items()
+        if isinstance(entry, dict)
+    }
 
 
 def partial_from_json(data: Any) -> dict[str, Any]:

@@ -40,6 +40,8 @@ from agentflow.ir.names import in_source_terms as rename
 from agentflow.ir.names import scope_names, step_label, step_names, step_names_in_stage
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from agentflow.ir.models import Plan, Step
 
 __all__ = [
@@ -668,3 +670,23 @@ _IN_FUNCTION = re.compile(r"in function `[^`]*`, called as `([^`]*)`: ")
 _RESULT = re.compile(r"(?<![\w.])result\.(?:answer|output)(?![\w(])")
 #: … and of the result of any other step (a tool's, a `map`'s)
 _BARE_RESULT = re.compile(r"(?<![\w.])result(?![\w(])")
+
+
+def written_steps(plan: Plan, results: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """``RunResult.steps``: for each top-level step of ``plan`` that ``results`` holds (by
+    id), the step as the `.flow` writes it — ``{label, stage, source}``, those known:
+    ``{"E0": {"label": "approve › ok = ask", "stage": "approve", "source": "a.flow:3:12"}}``;
+    a step with none of them (a hand-written plan's) is left out (docs/reference/cli.md
+    "flowc run --json")."""
+    out: dict[str, dict[str, str]] = {}
+    for step in plan.steps:
+        if not step.id or step.id not in results:
+            continue
+        fields = Place(step.id, step, step.tool_name, None, False).step_fields()
+        entry = {k: str(fields[k]) for k in ("label", "stage") if fields.get(k) is not None}
+        source = step.meta.get("source")
+        if source:
+            entry["source"] = str(source)
+        if entry:
+            out[step.id] = entry
+    return out

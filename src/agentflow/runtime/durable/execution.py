@@ -52,7 +52,7 @@ from agentflow.runtime.durable.spec import (
 )
 from agentflow.runtime.executor import validate_input
 from agentflow.runtime.interrupt import stop_request, while_loading
-from agentflow.runtime.result import RunResult, as_usage, partial_from_json
+from agentflow.runtime.result import RunResult, as_usage, partial_from_json, steps_from_json
 
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan
@@ -225,6 +225,7 @@ def result_of(out: dict[str, Any], cls: type[RunResult]) -> RunResult:
         output=out.get("output"),
         error=ErrorInfo.from_dict(out.get("error")),
         results=out.get("results") or {},
+        steps=steps_from_json(out.get("steps")),
         partial=partial_from_json(out.get("partial")),
         usage=as_usage(out.get("usage") or {}),
         duration_ms=int(out.get("duration_ms") or 0),

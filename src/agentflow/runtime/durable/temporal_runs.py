@@ -52,7 +52,7 @@ from agentflow.runtime.durable.temporal_manage import (
 )
 from agentflow.runtime.executor import validate_input
 from agentflow.runtime.interrupt import Stopped, until_stopped
-from agentflow.runtime.result import RunResult, as_usage, partial_from_json
+from agentflow.runtime.result import RunResult, as_usage, partial_from_json, steps_from_json
 
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan
@@ -181,6 +181,7 @@ def _result(out: dict[str, Any]) -> RunResult:
         output=out.get("output"),
         error=ErrorInfo.from_dict(out.get("error")),
         results=out.get("results") or {},
+        steps=steps_from_json(out.get("steps")),
         partial=partial_from_json(out.get("partial")),
         usage=as_usage(out.get("usage") or {}),
         duration_ms=int(out.get("duration_ms") or 0),
