@@ -551,7 +551,9 @@ QUESTION_SHOWN = 60
 _DEFAULTS = {"boolean": "false", "integer": "0", "number": "0", "string": '""'}
 
 
-def unanswered_message(request: AskRequest, *, durable: bool, expect: str | None = None) -> str:
+def unanswered_message(
+    request: AskRequest, *, durable: bool, expect: str | None = None, client: str | None = None
+) -> str:
     """The failure of ``ask`` ``request`` that nobody answered and that has neither ``default``
     nor ``else fail`` (lowered with ``when_unanswered: {fail: "question not answered"}``): the
     question (its first line, shortened) and the ways to answer it — ``--answer NAME=VALUE``
@@ -559,7 +561,10 @@ def unanswered_message(request: AskRequest, *, durable: bool, expect: str | None
     ``default`` on the ask; a durable run's (its wait ended: its timeout) ``flowc answer``
     sooner or a ``default`` (docs/reference/control.md "Unanswered").  ``expect``: the ask's
     ``expect`` type as the `.flow` writes it (its step's ``meta.expect``: ``Choice``), else
-    the type its schema spells out."""
+    the type its schema spells out.  ``client``: the run is an MCP tool call (``flowc serve
+    --mcp``) whose client was asked by elicitation (``"declined"``: it declined or cancelled)
+    or cannot be (``"no-elicitation"``: it does not support elicitation) — the ways are then
+    the client's, not the command line's."""
     first = " ".join(request.question.strip().splitlines()[:1]).strip() if request.question else ""
     shown = first if len(first) <= QUESTION_SHOWN else first[: QUESTION_SHOWN - 1].rstrip()
     if shown != request.question.strip():
@@ -573,7 +578,18 @@ def unanswered_message(request: AskRequest, *, durable: bool, expect: str | None
         default = f'give the ask a default (`ask "…"{expect} default {example}`)'
     else:  # a plan's ask step
         default = "give the step `when_unanswered: {default: VALUE}`"
-    if durable:
+    if client == "no-elicitation":
+        ways = (
+            "the MCP client cannot be asked: a served flow's questions are elicitation "
+            "requests, and this client does not support elicitation (call the tool from a "
+            f"client that does), or {default}"
+        )
+    elif client is not None:
+        ways = (
+            "the MCP client declined the question (its elicitation request): accept it and "
+            f"answer in the client's form, or {default}"
+        )
+    elif durable:
         ways = f"answer it sooner with `flowc answer RUN {name} VALUE`, or {default}"
     else:
         ways = (
