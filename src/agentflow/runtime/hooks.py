@@ -32,6 +32,7 @@ from agentflow.core.vocabulary import Code
 from agentflow.errors import InputError, RunAborted, RunError
 from agentflow.ir.mismatch import mismatches, type_names
 from agentflow.runtime.extract import (
+    DuplicateKey,
     NonJsonNumber,
     json_number_problem,
     json_value_problem,
@@ -264,6 +265,8 @@ def _parse_answer(text: str, request: AskRequest) -> Any:
     if not wants_text or (choices and not all(isinstance(c, str) for c in choices)):
         try:  # too deep, NaN or too large a number is ValueError too: kept as text
             return loads_value(text)
+        except DuplicateKey:
+            raise  # a key given twice: the person is told (which value was meant is unknown)
         except ValueError:
             return text
     return text
@@ -343,7 +346,12 @@ def terminal_interlocutor(
                 line = await run_in_daemon_thread(inp.readline)
                 if not line or not line.strip():
                     return NO_ANSWER
-                answer = _parse_answer(line, request)
+                try:
+                    answer = _parse_answer(line, request)
+                except DuplicateKey as e:
+                    out.write(f"  not accepted: {visible(str(e))}; try again\n> ")
+                    out.flush()
+                    continue
                 problem = secret_in_answer(answer) or check_answer(
                     answer, request.schema, request.choices
                 )
@@ -434,7 +442,7 @@ def checked_answer(question: Any, value: Any) -> Any:
     if isinstance(value, str) and not _wants_text(question):
         try:
             value = loads_value(value)
-        except NonJsonNumber as e:  # refused as `--input` refuses it
+        except (NonJsonNumber, DuplicateKey) as e:  # refused as `--input` refuses it
             raise InputError(f"answer to `{question.question}`: {e}") from None
         except json.JSONDecodeError:  # not JSON: checked as text
             pass
