@@ -46,6 +46,8 @@ INTERNAL = {
     "a local activity (runtime/interrupt.py, durable/temporal_engine.py)",
     "NonJsonNumber": "NaN, Infinity or 1e999 in a JSON text: an InputError (api.py, durable/runs.py)"
     " or text checked like any wrong answer (hooks.py, serve_asks.py)",
+    "DuplicateKey": "a key given twice in a JSON object a person gave: an InputError naming the"
+    " key (api_run.py --input, hooks.py checked_answer) or an eval dataset's diagnostic",
 }
 
 #: public exceptions that moved into errors.py → the modules that still export them

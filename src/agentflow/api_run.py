@@ -47,7 +47,13 @@ from agentflow.runtime.config import load_config as read_config
 from agentflow.runtime.context import RunContext
 from agentflow.runtime.events import CallbackSink, ConsoleSink, Event, JsonlSink, Sink
 from agentflow.runtime.executor import run_plan, validate_input
-from agentflow.runtime.extract import NonJsonNumber, json_kind, json_value_problem, loads_value
+from agentflow.runtime.extract import (
+    DuplicateKey,
+    NonJsonNumber,
+    json_kind,
+    json_value_problem,
+    loads_value,
+)
 from agentflow.runtime.hooks import (
     AskRequest,
     Hooks,
@@ -150,7 +156,7 @@ def parse_input(value: str | None) -> Any:
             # `--input big.json`: the file's name taken as JSON text
             message += f"\nhint: {text} is a file: to read the input from it, write --input @{text}"
         raise InputError(message) from None
-    except NonJsonNumber as e:
+    except (NonJsonNumber, DuplicateKey) as e:
         raise InputError(f"{where}: input is not valid JSON: {e.args[0]}") from None
     except ValueError as e:  # nested too deeply (loads_bounded)
         raise InputError(f"{where}: input is {e}") from None

@@ -50,6 +50,15 @@ class _Elicitor:
 
     def __init__(self, ctx: Any) -> None:
         self.ctx, self.loop = ctx, asyncio.get_running_loop()  # the server's, the session's
+        #: how the client left the last question unanswered: ``no-elicitation``, ``declined``
+        self.unanswered: str | None = None
+
+    def unanswered_by(self) -> str | None:
+        """Why the client left the last question unanswered (``no-elicitation``: it does not
+        support elicitation; ``declined``), for the unanswered ``ask``'s failure
+        (:func:`agentflow.runtime.hooks.unanswered_message`): advice for the MCP client, not
+        the command line's ``--answer``."""
+        return self.unanswered
 
     async def __call__(self, request: Any) -> Any:
         if asyncio.get_running_loop() is not self.loop:  # asked from the run's own loop
@@ -64,10 +73,12 @@ class _Elicitor:
         if not session.check_client_capability(
             ClientCapabilities(elicitation=ElicitationCapability())
         ):
+            self.unanswered = "no-elicitation"
             return NO_ANSWER
         answer, problem = await elicit_answer(
             session, request.question, ask_form(request), self.ctx.request_id
         )
+        self.unanswered = "declined" if answer is NO_ANSWER and problem is None else None
         if problem is not None:
             raise RunError(
                 Code.OUTPUT_VALIDATION,

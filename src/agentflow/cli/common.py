@@ -393,7 +393,7 @@ def _show_run_error(error: ErrorInfo | dict[str, Any], target: str) -> None:
             line, column, width = loc.line, loc.column, 1
             # the caret on the expression the message names (`ticket[0]`), when it is written
             # so in the step; else on the step
-            found = api.expression_position(lines, loc.line, error.message)
+            found = api.expression_position(lines, loc.line, error.message, loc.column)
             if found is not None:
                 line, column, width = found
             # measured on the line as shown (tabs expanded, control characters escaped)

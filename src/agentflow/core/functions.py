@@ -490,7 +490,8 @@ _SPECS: tuple[FunctionSpec, ...] = (
     ),
     _f(
         "parse_json(s: text) -> json",
-        "the JSON value written in `s` (nested at most 200 deep)",
+        "the JSON value written in `s` (nested at most 200 deep; an object giving a key twice "
+        "keeps its last value)",
         'parse_json("{\\"ok\\": true}")',
         {"ok": True},
         _C,

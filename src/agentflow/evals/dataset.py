@@ -17,6 +17,7 @@ Layer: api.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Diagnostic, Note, did_you_mean
 from agentflow.core.spans import Span
 from agentflow.ir.mismatch import Mismatch, mismatches, type_names
-from agentflow.runtime.extract import json_number_problem, loads_value
+from agentflow.runtime.extract import DuplicateKey, json_number_problem, loads_value
 
 __all__ = ["CASE_KEYS", "Case", "Dataset", "check_cases", "read_dataset"]
 
@@ -149,6 +150,19 @@ def _read_lines(text: str, file: str, out: Dataset) -> None:
             continue
         try:
             value = loads_value(line)
+        except DuplicateKey:
+            with contextlib.suppress(Exception):  # where: JSON is YAML, whose nodes know it
+                out.diagnostics += _duplicate_keys(_compose(line), file, number - 1, start)
+            if not out.diagnostics or out.diagnostics[-1].span.line != number:
+                out.diagnostics.append(
+                    _diag(
+                        D.DUPLICATE_FIELD,
+                        "a key is given twice in one object",
+                        _at(file, number, 1),
+                        hint="give it once: only one of its values can be meant",
+                    )
+                )
+            continue
         except ValueError as e:
             col = getattr(e, "colno", 1)
             out.diagnostics.append(
@@ -175,6 +189,46 @@ def _compose(text: str) -> Any:
     import yaml
 
     return yaml.compose(text, Loader=yaml.SafeLoader)
+
+
+def _duplicate_keys(
+    node: Any, file: str, line_offset: int = 0, char_offset: int = 0
+) -> list[Diagnostic]:
+    """A ``duplicate-field`` error at each key an object below ``node`` gives a second time
+    (a note at the first), naming it: only one of its values can be meant."""
+    import yaml
+
+    found: list[Diagnostic] = []
+
+    def at(mark: Any, width: int) -> Span:
+        return _at(file, mark.line + 1 + line_offset, mark.column + 1, width)
+
+    def walk(item: Any) -> None:
+        if isinstance(item, yaml.MappingNode):
+            first: dict[Any, Any] = {}
+            for key, value in item.value:
+                name = key.value if isinstance(key, yaml.ScalarNode) else None
+                if name is not None and name in first:
+                    width = max(1, key.end_mark.index - key.start_mark.index)
+                    shown = json.dumps(name, ensure_ascii=False)
+                    found.append(
+                        _diag(
+                            D.DUPLICATE_FIELD,
+                            f"the key {shown} is given twice in one object",
+                            at(key.start_mark, width),
+                            notes=[Note("first here", at(first[name].start_mark, width))],
+                            hint="give it once: only one of its values can be meant",
+                        )
+                    )
+                elif name is not None:
+                    first[name] = key
+                walk(value)
+        elif isinstance(item, yaml.SequenceNode):
+            for sub in item.value:
+                walk(sub)
+
+    walk(node)
+    return found
 
 
 def _positions(
@@ -233,6 +287,10 @@ def _read_document(text: str, file: str, out: Dataset) -> None:
         out.diagnostics.append(_diag(D.SYNTAX_ERROR, f"not YAML: {e}", _at(file, 1)))
         return
     if node is None:
+        return
+    duplicates = _duplicate_keys(node, file)
+    if duplicates:  # YAML (and Python's json) keep the last value silently: refused
+        out.diagnostics += duplicates
         return
     spans: dict[_Path, Span] = {}
     keys: dict[_Path, Span] = {}

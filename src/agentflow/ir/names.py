@@ -22,6 +22,7 @@ written.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -259,24 +260,56 @@ def scope_names(
 _STATEMENT_LINES = 40
 
 
-def expression_position(lines: list[str], line: int, message: str) -> tuple[int, int, int] | None:
+def expression_position(
+    lines: list[str], line: int, message: str, column: int | None = None
+) -> tuple[int, int, int] | None:
     """Where the expression an error message quotes first (between backquotes, in the `.flow`'s
     terms: :func:`in_source_terms`) is written: ``(line, column, length)``, 1-based, searched
     in ``lines`` (the `.flow`'s) from the failing step's ``line`` on, so that the caret points at
-    ``ticket[0]`` and not at the ``agent(`` that holds it.  None when the message quotes
-    nothing, or the text is not written as such (an expression the compiler put together from
+    ``ticket[0]`` and not at the ``agent(`` that holds it.  Only a whole token matches (`one`
+    is not the end of ``none``, `e` not a letter of ``return``), and the step's own place
+    (``line``:``column``, its recorded span) is taken when the quoted text is written there.
+    None when the message quotes nothing but its stage's name (``stage `s` (f.flow:3:5): …``),
+    or the text is not written as such (an expression the compiler put together from
     several, a ``let`` inlined into it). An error inside a user function quotes the call as
     written (``in function `inv`, called as `inv(x)`: …``): the call is the expression."""
-    start = message.find("`")
-    if message.startswith("in function `"):  # an error inside a user function: its call
-        called = message.find("called as `")
+    quoted = _quoted(message)
+    if quoted is None:
+        return None
+    pattern = re.compile(
+        ("(?<!\\w)" if _WORDY.match(quoted) else "")
+        + re.escape(quoted)
+        + ("(?![\\w])" if _WORDY.match(quoted[-1]) else "")
+    )
+    if column is not None and 1 <= line <= len(lines):
+        if pattern.match(lines[line - 1], max(0, column - 1)):  # at the step's recorded place
+            return line, column, len(quoted)
+    for number in range(max(1, line), min(len(lines), line + _STATEMENT_LINES) + 1):
+        found = pattern.search(lines[number - 1])
+        if found is not None:
+            return number, found.start() + 1, len(quoted)
+    return None
+
+
+#: a character of a name: the quoted text is matched as whole names only at such ends
+_WORDY = re.compile(r"\w")
+
+#: the stage a message is about, before what it says: ``stage `one` (a.flow:7:10): ``
+_STAGE_PREFIX = re.compile(r"stage `[^`]*` \([^()]*:\d+:\d+\): ")
+
+
+def _quoted(message: str) -> str | None:
+    """The expression ``message`` quotes first (after its stage prefix, which names no
+    expression), or the call of a user function an error inside one quotes."""
+    rest = message
+    prefix = _STAGE_PREFIX.match(rest)
+    if prefix is not None:
+        rest = rest[prefix.end() :]
+    start = rest.find("`")
+    if rest.startswith("in function `"):  # an error inside a user function: its call
+        called = rest.find("called as `")
         start = called + len("called as ") if called >= 0 else start
-    end = message.find("`", start + 1) if start >= 0 else -1
+    end = rest.find("`", start + 1) if start >= 0 else -1
     if start < 0 or end <= start + 1:
         return None
-    quoted = message[start + 1 : end]
-    for number in range(max(1, line), min(len(lines), line + _STATEMENT_LINES) + 1):
-        column = lines[number - 1].find(quoted)
-        if column >= 0:
-            return number, column + 1, len(quoted)
-    return None
+    return rest[start + 1 : end]

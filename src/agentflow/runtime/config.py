@@ -69,7 +69,9 @@ ModelRefs = str | list[str]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # every number of the config is finite: a `nan`/`inf` TOML float (which `float` fields
+    # take) is refused at load with its file:line, never met at run time (a JSON request body)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 #: Upper bound of ``max_retries`` (docs/spec/RUNTIME.md §10: retries are bounded).
@@ -591,7 +593,7 @@ class DurableConfig(_Strict):
 class ResolvedModel(ModelOptions):
     """One concrete model: provider name + provider config + the provider's model name + options."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     label: str
     provider_name: str

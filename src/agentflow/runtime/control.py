@@ -698,10 +698,13 @@ async def _ask(call: ControlCall) -> Any:
         if message == UNANSWERED_FAIL:  # no `else fail` of its own: what to do about it
             meta = call.step.meta if isinstance(call.step.meta, dict) else {}
             written = meta.get("expect")
+            # an MCP client's interlocutor (serve_asks._Elicitor) says how its client stood
+            client = getattr(ex.ctx.hooks.interlocutor, "unanswered_by", None)
             message = unanswered_message(
                 request,
                 durable=ex.effects.durable,
                 expect=written if isinstance(written, str) else None,
+                client=client() if callable(client) else None,
             )
         raise RunError(Code.FAILED, message, path)
     ex.emit("ask", path, stack, question=question, answer=None, answered=False)

@@ -52,6 +52,7 @@ from agentflow.runtime.interrupt import (
 )
 from agentflow.runtime.result import elapsed_ms
 from agentflow.runtime.tools.catalog import ToolContext
+from agentflow.runtime.where import tool_label
 
 if TYPE_CHECKING:
     from agentflow.runtime.executor import Executor, Frame, _Call, _StepInfo
@@ -147,7 +148,7 @@ async def bounded(
     bound: float
     if remaining is not None and (timeout is None or remaining < timeout):
         bound, code = remaining, Code.DEADLINE_EXCEEDED
-        message = f"the workflow deadline ({frame.deadline_text}) expired during `{info.tool}`"
+        message = f"the workflow deadline ({frame.deadline_text}) expired during `{_written(info)}`"
         if info.tool == "value":  # a `let`, a round's value: its place names it (runtime/where.py)
             message = f"the workflow deadline ({frame.deadline_text}) expired computing a value"
     else:
@@ -189,6 +190,13 @@ async def bounded(
         )
     except asyncio.CancelledError:
         await cancel_within(task)  # the run is stopping: bounded, then it goes on
+        if code == Code.DEADLINE_EXCEEDED and _deadline_passed(ex, frame):
+            # the enclosing step (an `if`, a `loop`) cancelled this one because the same
+            # deadline expired there: the error names this step, the innermost one running
+            ended = _ended_with(task) or RunError(
+                code, message, path, details={"bound": code.value}
+            )
+            raise ended from None
         raise
     finally:
         if expired is not None:
@@ -196,7 +204,31 @@ async def bounded(
     if task in done:
         return task.result()
     await cancel_within(task)
-    raise RunError(code, message, path, details={"bound": code})
+    # a body step's own bound (the same deadline) may have ended it first: its error, which
+    # names the call that was running, is the one to report (and is retrieved, never left)
+    raise _ended_with(task) or RunError(code, message, path, details={"bound": code.value})
+
+
+def _written(info: _StepInfo) -> str:
+    """The step's construct as the `.flow` writes it: ``if``/``match`` for a ``decide``, a
+    tool's written name (``read_file``), other control steps by their keyword (``loop``)."""
+    if info.tool == "decide":
+        return "match" if isinstance(info.step.meta.get("match"), dict) else "if"
+    return tool_label(info.tool)
+
+
+def _deadline_passed(ex: Executor, frame: Frame) -> bool:
+    return frame.deadline_at is not None and frame.deadline_at - ex.effects.now() <= 0
+
+
+def _ended_with(task: asyncio.Future[Any]) -> RunError | None:
+    """The RunError ``task`` ended with, if it ended with one (retrieving it, so asyncio never
+    reports it as never retrieved); None when it is still running, was cancelled, returned, or
+    failed otherwise."""
+    if not task.done() or task.cancelled():
+        return None
+    exc = task.exception()
+    return exc if isinstance(exc, RunError) else None
 
 
 async def connect_first(ex: Executor, info: _StepInfo, path: str, remaining: float | None) -> bool:

@@ -105,6 +105,24 @@ class NonJsonNumber(ValueError):
     printed back as JSON."""
 
 
+class DuplicateKey(ValueError):
+    """A JSON object a person gave (``--input``, an answer, an eval case) names one key twice:
+    JSON parsers keep the last silently, so which value was meant is not known."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            shown = json.dumps(clean_json(key), ensure_ascii=False)
+            raise DuplicateKey(
+                f"the key {shown} is given twice in one object (only one value can be meant: "
+                "give it once)"
+            )
+        out[key] = value
+    return out
+
+
 def _not_a_json_number(name: str) -> Any:
     raise NonJsonNumber(f"`{name}` is not a JSON number")
 
@@ -227,14 +245,16 @@ def json_kind(value: Any) -> str:
     return f"a {type(value).__name__} value"
 
 
-def loads_value(text: str, limit: int = MAX_JSON_DEPTH) -> Any:
+def loads_value(text: str, limit: int = MAX_JSON_DEPTH, *, unique_keys: bool = True) -> Any:
     """A value a person gave as JSON (``flowc run --input``, ``flowc answer``, an answer typed
     at the terminal or sent by an MCP client): :func:`loads_bounded` with JSON's own numbers
     only.  Raises :class:`NonJsonNumber` (a ValueError) for ``NaN``/``Infinity`` or a number
     too large (one message wherever the value came from), ``json.JSONDecodeError`` for
     invalid JSON, ValueError for too deep a value. A whole number must be an ``int``
     (:data:`agentflow.core.vocabulary.MIN_INT` … ``MAX_INT``); every string is made whole
-    (:func:`agentflow.core.text.clean_json`: a lone surrogate becomes U+FFFD)."""
+    (:func:`agentflow.core.text.clean_json`: a lone surrogate becomes U+FFFD).  An object that
+    names a key twice raises :class:`DuplicateKey` (a ValueError) naming it, unless
+    ``unique_keys`` is false (the last value wins, as Python's json: ``parse_json`` of data)."""
     return clean_json(
         loads_bounded(
             text,
@@ -242,6 +262,7 @@ def loads_value(text: str, limit: int = MAX_JSON_DEPTH) -> Any:
             parse_constant=_not_a_json_number,
             parse_float=_finite_float,
             parse_int=_bounded_int,
+            object_pairs_hook=_unique_keys if unique_keys else None,
         )
     )
 

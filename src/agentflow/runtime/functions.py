@@ -642,7 +642,7 @@ def _parse_json(s: str) -> Any:
     depth, lone surrogates made whole); ``parse_error`` otherwise."""
 
     try:
-        return loads_value(s, MAX_EXPR_DEPTH)
+        return loads_value(s, MAX_EXPR_DEPTH, unique_keys=False)
     except (ValueError, RecursionError) as exc:
         detail = (
             json_error(exc) if isinstance(exc, json.JSONDecodeError) else str(exc) or "not JSON"

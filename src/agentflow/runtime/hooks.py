@@ -32,6 +32,7 @@ from agentflow.core.vocabulary import Code
 from agentflow.errors import InputError, RunAborted, RunError
 from agentflow.ir.mismatch import mismatches, type_names
 from agentflow.runtime.extract import (
+    DuplicateKey,
     NonJsonNumber,
     json_number_problem,
     json_value_problem,
@@ -265,6 +266,8 @@ def _parse_answer(text: str, request: AskRequest) -> Any:
     if not wants_text or (choices and not all(isinstance(c, str) for c in choices)):
         try:  # too deep, NaN or too large a number is ValueError too: kept as text
             return loads_value(text)
+        except DuplicateKey:
+            raise  # a key given twice: the person is told (which value was meant is unknown)
         except ValueError:
             return text
     return text
@@ -344,7 +347,12 @@ def terminal_interlocutor(
                 line = await run_in_daemon_thread(inp.readline)
                 if not line or not line.strip():
                     return NO_ANSWER
-                answer = _parse_answer(line, request)
+                try:
+                    answer = _parse_answer(line, request)
+                except DuplicateKey as e:
+                    out.write(f"  not accepted: {visible(str(e))}; try again\n> ")
+                    out.flush()
+                    continue
                 problem = secret_in_answer(answer) or check_answer(
                     answer, request.schema, request.choices
                 )
@@ -436,7 +444,7 @@ def checked_answer(question: Any, value: Any) -> Any:
     if isinstance(value, str) and not _wants_text(question):
         try:
             value = loads_value(value)
-        except NonJsonNumber as e:  # refused as `--input` refuses it
+        except (NonJsonNumber, DuplicateKey) as e:  # refused as `--input` refuses it
             raise InputError(f"answer to `{question.question}`: {e}") from None
         except json.JSONDecodeError:  # not JSON: checked as text
             pass
@@ -569,7 +577,9 @@ QUESTION_SHOWN = 60
 _DEFAULTS = {"boolean": "false", "integer": "0", "number": "0", "string": '""'}
 
 
-def unanswered_message(request: AskRequest, *, durable: bool, expect: str | None = None) -> str:
+def unanswered_message(
+    request: AskRequest, *, durable: bool, expect: str | None = None, client: str | None = None
+) -> str:
     """The failure of ``ask`` ``request`` that nobody answered and that has neither ``default``
     nor ``else fail`` (lowered with ``when_unanswered: {fail: "question not answered"}``): the
     question (its first line, shortened) and the ways to answer it — ``--answer NAME=VALUE``
@@ -577,7 +587,10 @@ def unanswered_message(request: AskRequest, *, durable: bool, expect: str | None
     ``default`` on the ask; a durable run's (its wait ended: its timeout) ``flowc answer``
     sooner or a ``default`` (docs/reference/control.md "Unanswered").  ``expect``: the ask's
     ``expect`` type as the `.flow` writes it (its step's ``meta.expect``: ``Choice``), else
-    the type its schema spells out."""
+    the type its schema spells out.  ``client``: the run is an MCP tool call (``flowc serve
+    --mcp``) whose client was asked by elicitation (``"declined"``: it declined or cancelled)
+    or cannot be (``"no-elicitation"``: it does not support elicitation) — the ways are then
+    the client's, not the command line's."""
     first = " ".join(request.question.strip().splitlines()[:1]).strip() if request.question else ""
     shown = first if len(first) <= QUESTION_SHOWN else first[: QUESTION_SHOWN - 1].rstrip()
     if shown != request.question.strip():
@@ -591,7 +604,18 @@ def unanswered_message(request: AskRequest, *, durable: bool, expect: str | None
         default = f'give the ask a default (`ask "…"{expect} default {example}`)'
     else:  # a plan's ask step
         default = "give the step `when_unanswered: {default: VALUE}`"
-    if durable:
+    if client == "no-elicitation":
+        ways = (
+            "the MCP client cannot be asked: a served flow's questions are elicitation "
+            "requests, and this client does not support elicitation (call the tool from a "
+            f"client that does), or {default}"
+        )
+    elif client is not None:
+        ways = (
+            "the MCP client declined the question (its elicitation request): accept it and "
+            f"answer in the client's form, or {default}"
+        )
+    elif durable:
         ways = f"answer it sooner with `flowc answer RUN {name} VALUE`, or {default}"
     else:
         ways = (

@@ -74,6 +74,7 @@ from agentflow.runtime.durable.shown import (
     page,
     parse_operation,
     sleep_entry,
+    stopped_step,
     unanswered_steps,
 )
 
@@ -388,6 +389,8 @@ async def _show_run(
             info.steps.extend(unanswered_steps(asked, unit, labels, ended or None, info.error))
     if info.status == "aborted" and info.question is not None:  # a question's stopped calls
         info.steps.extend(interrupted_steps(root.output, "(run)"))
+    if root.status not in ("PENDING", "ENQUEUED"):  # the step its error cut off, if any
+        info.steps.extend(stopped_step(info.error, info.steps, labels, _seconds(root.updated_at)))
     # in the order they started, across units (map items, branches); stable: record order
     info.steps.sort(key=lambda e: e["started_at"] or float("inf"))
     info.updated_at = await _last_change(info, family)

@@ -32,6 +32,7 @@ __all__ = [
     "asked_question",
     "ask_waits",
     "interrupted_steps",
+    "stopped_step",
     "page",
     "parse_operation",
     "sleep_entry",
@@ -349,3 +350,40 @@ def interrupted_steps(output: Any, unit: str) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+#: the run errors that stop the step running when they strike (its call records nothing)
+_STOPPING = frozenset({Code.DEADLINE_EXCEEDED, Code.TIMEOUT, Code.ABORTED})
+
+
+def stopped_step(
+    error: Any, steps: list[dict[str, Any]], labels: Labels, ended: float | None
+) -> list[dict[str, Any]]:
+    """The step a run's ``error`` stopped while it ran (its deadline expired, its timeout, a
+    cancel: the call was cut off and recorded no operation), as a step of ``runs show``
+    (status ``interrupted``, ended when the run did, with the error), when no listed step of
+    ``steps`` is that step or inside it; else nothing."""
+    if not isinstance(error, dict) or error.get("code") not in _STOPPING:
+        return []
+    path = error.get("step_path")
+    if not isinstance(path, str) or not path:
+        return []
+    if any(
+        isinstance(s.get("path"), str) and (s["path"] == path or s["path"].startswith(path + "/"))
+        for s in steps
+    ):
+        return []
+    label = error.get("label")
+    return [
+        {
+            "unit": "(run)",
+            "operation": f"{path}/stopped",
+            "status": "interrupted",
+            "started_at": None,
+            "finished_at": ended,
+            "path": path,
+            "kind": "stopped",
+            "label": label if isinstance(label, str) and label else labels.label(path),
+            "error": {"code": str(error["code"]), "message": str(error.get("message"))},
+        }
+    ]

@@ -23,6 +23,7 @@ import hashlib
 import json
 import threading
 from collections import defaultdict, deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -195,33 +196,60 @@ class CassetteWriter:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self._lock = threading.Lock()
+        #: why the cassette stopped taking exchanges (a write failed: a full disk, /dev/full)
+        self.failed: str | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.path.write_text("", encoding="utf-8")
         except OSError as e:
             raise ConfigError(f"{self.path}: cannot write cassette: {e.strerror or e}") from None
 
-    def write(self, request: ChatRequest, response: ChatResponse) -> None:
+    def write(self, request: ChatRequest, response: ChatResponse) -> str | None:
+        """Append one exchange. A write that fails (a full disk) never fails the model call
+        that was made: the cassette takes no more exchanges of this run, and the first failure
+        returns what to say of it (the run's warning, naming the ``--record`` file; the run
+        goes on and prints its result, as with a failing ``--trace`` file); else None."""
+        if self.failed is not None:
+            return None
         line = {
             "key": request_key(request),
             "request": redact_data(normalise_request(request)),
             "response": redact_data(response_data(response)),
         }  # no configured secret reaches the file, wherever a model or a tool put it
         text = escape_surrogates(finite_dumps(line, ensure_ascii=False, sort_keys=True)) + "\n"
-        with self._lock, self.path.open("a", encoding="utf-8") as f:
-            f.write(text)
+        with self._lock:
+            if self.failed is not None:
+                return None
+            try:
+                with self.path.open("a", encoding="utf-8") as f:
+                    f.write(text)
+            except OSError as e:
+                self.failed = e.strerror or str(e)
+                return (
+                    f"the --record cassette '{self.path}' cannot be written ({self.failed}): "
+                    "it records no more model exchanges of this run"
+                )
+        return None
 
 
 class RecordingClient:
     """Wraps a real :class:`ModelClient` and writes every successful exchange to a cassette."""
 
-    def __init__(self, inner: ModelClient, writer: CassetteWriter):
+    def __init__(
+        self,
+        inner: ModelClient,
+        writer: CassetteWriter,
+        on_warning: Callable[[str], None] | None = None,
+    ):
         self.inner = inner
         self.writer = writer
+        self.on_warning = on_warning
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
         response = await self.inner.chat(request)
-        self.writer.write(request, response)
+        failed = self.writer.write(request, response)
+        if failed is not None and self.on_warning is not None:
+            self.on_warning(failed)
         return response
 
     async def aclose(self) -> None:
@@ -366,7 +394,12 @@ def recording_router(config: Config, cassette: str | Path, **kwargs: Any) -> Mod
     holder: dict[str, ModelRouter] = {}
 
     def factory(resolved: ResolvedModel) -> ModelClient:
-        return RecordingClient(ModelRouter._build(holder["router"], resolved), writer)
+        def warn(message: str) -> None:  # a `warning` event of the run (router.on_event)
+            on_event = holder["router"].on_event
+            if on_event is not None:
+                on_event("warning", {"message": message, "model": resolved.label})
+
+        return RecordingClient(ModelRouter._build(holder["router"], resolved), writer, warn)
 
     router = ModelRouter(config, client_factory=factory, **kwargs)
     holder["router"] = router
