@@ -201,8 +201,8 @@ def _link_parts(ws: Workspace, target: str) -> tuple[bool, tuple[str, ...]]:
     pure = PurePosixPath(target)
     if not pure.is_absolute():
         return False, pure.parts
-    # Through the workspace's canonical path (``/home/u/ws/a.txt``), or through its ancestors
-    # and back (``/home/u/ws/../ws/a.txt``): a canonical path and its ancestors hold no link, so
+    # Through the workspace's canonical path (``/data/ws/a.txt``), or through its ancestors
+    # and back (``/data/ws/../ws/a.txt``): a canonical path and its ancestors hold no link, so
     # a ``..`` among them means what it says; a step off that line of directories is out.
     real = ws.real.parts
     depth = 1  # the components of ``real`` the target has reached: ``real[:depth]`` ('/' first)
