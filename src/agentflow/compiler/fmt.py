@@ -239,12 +239,15 @@ class _Layout:
             return "" if ct == "}" else " "
         if ct == "}":
             return " "
+        if pt == "-" and a in self.unary:
+            # a unary minus stays against its operand (`-x`, `-(x)`, `-[x][0]`: `- (x)` after
+            # `match` would read as subtraction from a name `match`), but `- -x` keeps its
+            # blank so it cannot read as a `--` operator
+            return " " if ct == "-" else ""
         if ct == "[" or ct == "(":
             if ct == "(" and p.kind == "word" and pt == "agent":
                 return ""
             return "" if self.value_end(a) else " "
-        if pt == "-" and a in self.unary:
-            return ""
         return " "
 
 
