@@ -92,3 +92,22 @@ def test_a_let_named_like_a_keyword_keeps_its_index_call_and_minus():
         "}\n"
     )
     assert format_source(src, "s.flow") == src
+
+
+@pytest.mark.parametrize(
+    "word", ["score", "dataset", "threshold", "stub", "tools", "task", "limit", "until", "then"]
+)
+def test_a_user_function_named_like_a_contextual_word_keeps_its_parenthesis(word: str):
+    src = (
+        f"extern tool {word}_tool(a: int) -> int\n"
+        f"fn {word}(n: int) -> int = n + 1\n"
+        "stage u -> int {\n"
+        f"  return {word}(1) + {word}({word}(2))\n"
+        "}\n"
+    )
+    assert format_source(src, "f.flow") == src
+
+
+def test_a_tool_named_like_a_contextual_word_keeps_its_parenthesis():
+    src = "extern tool score(a: int) -> int\nstage u -> int {\n  return score(a: 1)\n}\n"
+    assert format_source(src, "t.flow") == src

@@ -55,7 +55,11 @@ stage s -> text {
 
 A field name given as text (`sort_by`, `group_by`, `count_by`) or a list of keys (`pick`,
 `omit`) is checked against the element's type when it is written as a literal
-(`unknown-field`). `pick`, `omit` and `merge` of objects keep their fields' types.
+(`unknown-field`). `pick`, `omit` and `merge` of objects keep their fields' types. A string
+literal a function would refuse on every run is refused when the flow is checked
+([`invalid-argument`](../diagnostics.md#invalid-argument)): the regular expression of `match`,
+`matches` and `find_all` (`matches(s, "(")`), the `fill` of `pad_start` / `pad_end` (one
+character), the `old` of `replace` (not empty).
 
 A function fails at run time only in the ways listed under it, each with a registered code
 ([errors](errors.md)): `invalid_argument` (a value it cannot use: a negative count, a bad

@@ -16,9 +16,12 @@ join of its arms.  A mixin of :class:`~agentflow.compiler.checker.Checker`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
+
+import regex
 
 from agentflow.compiler.check_expressions import what_is
 from agentflow.compiler.checker_shared import CheckerShared
@@ -270,6 +273,8 @@ class FunctionChecks(CheckerShared):
                 ok = False
         if not ok:
             return ERROR
+        if not self._literal_args_valid(e):
+            return ERROR
         result = _subst(returns, {k: v for k, v in binds.items() if not k.startswith("__")})
         refine: Callable[[ast.FuncCall, list[Type], Type], Type] | None = getattr(
             self, "_fn_" + e.name, None
@@ -374,6 +379,48 @@ class FunctionChecks(CheckerShared):
         return None
 
     # -- refinements of the generic result --------------------------------------------------
+    def _literal_args_valid(self, e: ast.FuncCall) -> bool:
+        """A plain string literal the run would always refuse, told when the flow is checked
+        (``invalid-argument``, the run's ``invalid_argument``): the regular expression of
+        ``match``/``matches``/``find_all`` (compiled as the run compiles it), ``fill`` of
+        ``pad_start``/``pad_end`` (one character), ``old`` of ``replace`` (not empty)
+        (docs/reference/functions.md).  False when one was reported."""
+        at = _LITERAL_CHECKED.get(e.name)
+        if at is None or at >= len(e.args):
+            return True
+        arg = e.args[at]
+        if not (isinstance(arg, ast.StringLit) and arg.is_plain):
+            return True
+        text = arg.text
+        spec = FUNCTIONS[e.name]
+        problem: str | None = None
+        hint: str | None = None
+        if at == 1 and e.name != "replace":
+            problem = regex_problem(text)
+            hint = (
+                "write a valid regular expression; to match a character the syntax uses "
+                "(`( ) [ ] { } . * + ? | ^ $ \\`), escape it (`\\\\(`)"
+            )
+            if problem is not None:
+                problem = f"invalid regular expression {quoted(text)}: {problem}"
+        elif e.name == "replace":
+            if text == "":
+                problem = "`old` must not be empty: there is nothing to replace"
+                hint = 'name the text to replace (`replace(s, " ", "_")`)'
+        elif len(text) != 1:
+            problem = f"`fill` must be one character, got {quoted(text)}"
+            hint = f'pad with one character: `{e.name}(s, width, "{text[:1] or " "}")`'
+        if problem is None:
+            return True
+        self.report(
+            D.INVALID_ARGUMENT,
+            problem,
+            arg.span,
+            notes=[Note(f"`{spec.signature}`", e.name_span)],
+            hint=hint,
+        )
+        return False
+
     def _fn_round(self, e: ast.FuncCall, args: list[Type], result: Type) -> Type:
         if len(args) == 1 or widen(args[0]) == INT:
             return INT
@@ -625,6 +672,36 @@ class FunctionChecks(CheckerShared):
             hint=f"call the library function: `{target}({first}{rest})`",
         )
         return True
+
+
+#: the library functions whose argument at that position, written as a literal, is checked when
+#: the flow is checked (:meth:`FunctionChecks._literal_args_valid`)
+_LITERAL_CHECKED = {
+    "match": 1,
+    "matches": 1,
+    "find_all": 1,
+    "pad_start": 2,
+    "pad_end": 2,
+    "replace": 1,
+}
+
+
+def regex_problem(pattern: str) -> str | None:
+    """What is wrong with ``pattern`` as a regular expression, compiled with the ``regex``
+    module as the run compiles it (:mod:`agentflow.runtime.functions`), or None when valid."""
+    try:
+        regex.compile(pattern)
+    except regex.error as exc:
+        return str(exc)
+    except (RecursionError, OverflowError, MemoryError):
+        return "too complex"
+    return None
+
+
+def quoted(text: str) -> str:
+    """``text`` as a `.flow` string literal, shortened past 40 characters."""
+    shown = text if len(text) <= 40 else text[:39] + "…"
+    return json.dumps(shown, ensure_ascii=False)
 
 
 def _vars(t: Type) -> set[str]:

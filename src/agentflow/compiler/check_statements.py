@@ -20,6 +20,7 @@ from agentflow.compiler.types import (
     ERROR,
     INT,
     JSON,
+    NULL,
     TEXT,
     ErrorType,
     ListType,
@@ -632,7 +633,44 @@ class StatementChecks(CheckerShared):
             acc_t = widen(self.infer(e.init))
             if mentions_never(acc_t):  # `acc = []`: what the body gives settles it
                 acc_t = self.settle_acc(e, elem, acc_t)
+            elif acc_t == NULL:  # `acc = null`: one error, at the state, not one per branch
+                acc_t = self.null_acc(e, elem)
         return acc_t
+
+    def null_acc(self, e: ast.ReduceExpr | ast.LoopExpr, elem: Type) -> Type:
+        """The accumulator's type of a ``reduce`` (a ``loop``'s state) whose unannotated
+        initial value is ``null``: ``null`` — its initial value's type — unless the body gives
+        something else (tried as :meth:`settle_acc` tries, its diagnostics dropped); then one
+        ``type-mismatch`` at the initial value, with the annotation that fixes it
+        (``acc: int? = null``), and the annotated type, so the body adds no error of its own."""
+        if self.settling >= _MAX_TRIALS:
+            return NULL
+        mark = len(self.diags)
+        self.settling += 1
+        self.open_acc_scope(e, elem, NULL)
+        try:
+            bt = self.body(e.body, None, e.span, "the body")
+        finally:
+            self.pop_scope()
+            self.settling -= 1
+            del self.diags[mark:]
+        if isinstance(bt, ErrorType):
+            return NULL
+        annotated = join([NULL, widen(bt)], self.env)
+        if annotated == NULL:
+            return NULL
+        what = "state" if isinstance(e, ast.LoopExpr) else "accumulator"
+        name = e.acc.name
+        self.report(
+            D.TYPE_MISMATCH,
+            f"the {what} `{name}` starts as `null`, so its type is `null`, but the body gives "
+            f"`{widen(bt)}`",
+            e.init.span,
+            notes=[Note(f"the {what} is declared here", e.acc.span)],
+            hint=f"the {what}'s type comes from its initial value unless it is annotated: "
+            f"write `{name}: {annotated} = null`",
+        )
+        return annotated
 
     def visit_ReduceExpr(self, e: ast.ReduceExpr, hint: Type | None) -> Type:
         elem = self.elem_type(e.over, "reduce")

@@ -239,12 +239,15 @@ class _Layout:
             return "" if ct == "}" else " "
         if ct == "}":
             return " "
+        if pt == "-" and a in self.unary:
+            # a unary minus stays against its operand (`-x`, `-(x)`, `-[x][0]`: `- (x)` after
+            # `match` would read as subtraction from a name `match`), but `- -x` keeps its
+            # blank so it cannot read as a `--` operator
+            return " " if ct == "-" else ""
         if ct == "[" or ct == "(":
             if ct == "(" and p.kind == "word" and pt == "agent":
                 return ""
             return "" if self.value_end(a) else " "
-        if pt == "-" and a in self.unary:
-            return ""
         return " "
 
 
@@ -685,10 +688,16 @@ def format_source(text: str, file: str = "<input>") -> str:
         raise FormatError(f"{file}: {e.message}") from None
     # a keyword-spelled name the parser read as a value (`output[*]`, a `let step`) is a value
     # (and `match(s, re)`, the library function that shares the keyword's spelling)
+    # and a user function or tool named like a contextual word (`fn score(n: int)`,
+    # `score(x)`): a name followed by its `(` is a name, glued to it
     names = frozenset(
         n.span.start if isinstance(n, ast.Name) else n.name_span.start
         for n in ast.walk(before)
-        if isinstance(n, ast.Name | ast.FuncCall) and n.name in KEYWORDS
+        if isinstance(n, ast.Name | ast.FuncCall | ast.UserCall) and n.name in KEYWORDS
+    ) | frozenset(
+        n.name.span.start
+        for n in before.items
+        if isinstance(n, ast.FnDecl | ast.ExternTool) and n.name.name in KEYWORDS
     )
     new = _layout(text, _drop_trailing_commas(toks), names)
     if new == text:

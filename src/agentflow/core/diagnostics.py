@@ -79,6 +79,12 @@ FUNCTION_AS_VALUE = _register(
     "function-as-value", "error", "a function named without its call (`let f = upper`)"
 )
 INVALID_VALUE = _register("invalid-value", "error", "a value out of its allowed range")
+INVALID_ARGUMENT = _register(
+    "invalid-argument",
+    "error",
+    "a literal argument a library function always refuses (a bad regular expression, a fill "
+    "that is not one character)",
+)
 INVALID_CONSTRAINT = _register(
     "invalid-constraint", "error", "a constraint on a type it does not apply to"
 )

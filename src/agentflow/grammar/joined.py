@@ -18,6 +18,7 @@ from agentflow.core.vocabulary import AGENT_CLAUSES, CALL_CLAUSES
 from agentflow.core.vocabulary import KEYWORD_TERMINALS as KEYWORDS
 from agentflow.grammar import ast
 from agentflow.grammar.foreign_words import OPERATOR_HINTS
+from agentflow.grammar.operand_words import operand_word_error, operand_word_name
 from agentflow.grammar.scanner import SynErr
 
 __all__ = [
@@ -223,6 +224,10 @@ def joined_statement(prev: ast.Stmt, stmt: ast.Stmt) -> SynErr:
             loop_word[1],
             hint=loop_hint(loop_word[2]),
         )
+    value = prev.value if isinstance(prev, ast.LetStmt | ast.ReturnStmt) else None
+    operand = operand_word_name(prev.expr if isinstance(prev, ast.ExprStmt) else value)
+    if operand is not None:  # `let n = 1 + ask "x" …`: `ask` was read as a name
+        return operand_word_error(operand.name, operand.span)
     words, span, name = _leading(stmt)
     hint = None
     if name is not None:

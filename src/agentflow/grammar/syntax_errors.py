@@ -41,6 +41,7 @@ from agentflow.grammar.joined import (
     misspelt_keyword_before,
     statements_on_one_line,
 )
+from agentflow.grammar.operand_words import operand_word_error, operand_word_in_line
 from agentflow.grammar.scanner import OPENERS, OPS, TOP_LEVEL, Scanner, SynErr, Tok
 from agentflow.grammar.slips import bound_keyword, slip_error
 from agentflow.grammar.unclosed import word_at
@@ -892,6 +893,11 @@ def unexpected(
     bound = bound_keyword(tok, sc, values, msg, notes)
     if bound is not None:  # `let filter = 1` … `filter + 1`: the mistake is the name
         return bound
+    operand = _operand_word(sc, tok)
+    if operand is not None:  # `1 + loop up to 3 as r, …`: the mistake is the unbracketed `loop`
+        return operand_word_error(
+            operand[0], operand[1], (msg, tok.span), resume=tok.end - sc.ob, depth=len(sc.stack)
+        )
     hint = _syntax_hint(tok, expected, values, sc, in_agent_block)
     if hint is None and type_after_colon:
         hint = _missing_colon_hint(tok, values, sc)
@@ -952,6 +958,21 @@ def unexpected(
     return SynErr(
         msg, tok.span, resume=resume, depth=len(sc.stack), hint=hint, notes=notes, fix=fix_of(hint)
     )
+
+
+def _operand_word(sc: Scanner, tok: Tok) -> tuple[str, Span] | None:
+    """``filter``/``loop``/``ask`` written as an operand before ``tok`` on its line (``map
+    filter xs where …``, ``require ask "go" …``), with its span, or None."""
+    k = tok.start - sc.ob
+    if not 0 <= k <= len(sc.text):
+        return None
+    ls = sc.text.rfind("\n", 0, k) + 1
+    end = sc.text.find("\n", k)
+    found = operand_word_in_line(sc.text[ls : len(sc.text) if end < 0 else end])
+    if found is None or ls + found[1] >= k:
+        return None
+    word, at = found
+    return word, sc.span_at(ls + at, ls + at + len(word), tok.span.line, ls)
 
 
 def _in_parallel_head(values: list[Any] | None) -> bool:

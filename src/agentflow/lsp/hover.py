@@ -349,8 +349,9 @@ def type_text(a: Analysis, t: T.Type) -> str | None:
 
 def kind_label(sym: Symbol) -> str:
     """The kind a hover names a value binding by: the checker's kind (``let``, ``loopvar``,
-    ``acc``, ``stage``…), except ``error`` for the failure ``catch … as e`` binds."""
-    return "error" if isinstance(sym.decl, ast.CatchExpr) else sym.kind
+    ``acc``, ``stage``…), except ``error`` for the failure ``catch … as e`` binds (after an
+    expression or a ``try { … }`` block: the checker declares it with its scope's kind)."""
+    return "error" if isinstance(sym.decl, ast.CatchExpr | ast.TryExpr) else sym.kind
 
 
 def labelled(label: str, written: str | None) -> str:

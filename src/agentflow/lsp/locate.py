@@ -167,8 +167,8 @@ def target(a: Analysis, offset: int) -> tuple[str, Any, list[ast.Node]] | None:
             return None
         if isinstance(parent, (ast.MapExpr, ast.FilterExpr, ast.ReduceExpr)):
             return "loopdecl", (parent, node), path
-        if isinstance(parent, ast.CatchExpr) and node is parent.var:
-            return "loopdecl", (parent, node), path  # `catch … as err`
+        if isinstance(parent, ast.CatchExpr | ast.TryExpr) and node is parent.var:
+            return "loopdecl", (parent, node), path  # `catch … as err`, `try … catch as err`
         return None
     if isinstance(node, ast.Argument):
         s = node.name_span

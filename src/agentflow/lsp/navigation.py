@@ -134,7 +134,7 @@ def binding_decl_span(a: Analysis, decl: Any, name: str, kind: str) -> Span | No
         return decl.acc.span
     if isinstance(decl, (ast.MapExpr, ast.FilterExpr, ast.ReduceExpr)) and kind == "loopvar":
         return decl.var.span
-    if isinstance(decl, ast.CatchExpr) and decl.var is not None:
+    if isinstance(decl, ast.CatchExpr | ast.TryExpr) and decl.var is not None:
         return decl.var.span
     return None
 
@@ -700,7 +700,7 @@ def _decl_span(sym: Symbol) -> Span | None:
         return d.acc.span if sym.kind == "acc" else d.var.span
     if isinstance(d, (ast.MapExpr, ast.FilterExpr)):
         return d.var.span
-    if isinstance(d, ast.CatchExpr) and d.var is not None:
+    if isinstance(d, ast.CatchExpr | ast.TryExpr) and d.var is not None:
         return d.var.span
     return None
 

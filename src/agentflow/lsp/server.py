@@ -1134,8 +1134,12 @@ def create_server() -> FlowLanguageServer:
         loop = asyncio.get_running_loop()
         try:  # on the worker thread, like checking: a huge document blocks nothing else
             new = await loop.run_in_executor(ls._worker, format_source, text, ls.file_of(uri))
-        except FormatError:
-            return None  # syntax errors: the diagnostics already say so
+        except FormatError as e:
+            if e.span is None:  # not a syntax error (the diagnostics say those): a refusal
+                ls.window_show_message(
+                    lsp.ShowMessageParams(type=lsp.MessageType.Error, message=e.message)
+                )
+            return None
         if new == text:
             return []
         index = LineIndex(text, ls.encoding)
