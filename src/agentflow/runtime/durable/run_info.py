@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from agentflow.core.diagnostics import did_you_mean
 from agentflow.core.vocabulary import Code
 from agentflow.errors import ConfigError, InputError, RunError, run_error_of
-from agentflow.runtime.durable.answers import question_key
+from agentflow.runtime.durable.answers import question_key, written_as
 from agentflow.runtime.durable.records import lost_start_message, start_lost_secret
 from agentflow.runtime.hooks import indexed_name
 
@@ -207,10 +207,13 @@ def question_path(pending: list[Question], step: str, run_id: str) -> str:
 def ended_message(run_id: str, status: str, step: str) -> str:
     """What ``flowc answer`` says when run ``run_id`` has ended (``status``: ``ok``, ``error``,
     ``cancelled``…): it waits on no question, said so rather than ``waiting: none``; the same
-    words on every engine."""
+    words on every engine.  ``step`` is named as the user wrote it (``j``, the ``let`` of an ask
+    answered by name: :data:`~agentflow.runtime.durable.answers.written_as`), never by the
+    compiled step path it was resolved to (``E1``)."""
+    shown = (written_as.get() or {}).get(step, step)
     return (
         f"run {run_id} has ended ({status}): no question of it waits for an answer, "
-        f"at {step!r} or elsewhere"
+        f"at {shown!r} or elsewhere"
     )
 
 
