@@ -64,7 +64,8 @@ def test_a_parallel_branch_that_asks_is_answered_by_the_branch_name() -> None:
 
 def test_answering_a_cancelled_run_by_name_names_the_ask_as_written(tmp_path: Path) -> None:
     # `flowc answer s2 j 1` after `flowc cancel s2`: the ask is named `j` (the let the user
-    # wrote), not by the compiled step path the name was resolved to (`E0`)
+    # wrote), not by the compiled step path the name was resolved to (`E0`); Temporal says the
+    # same words (ended_message, the last test)
     (tmp_path / "ask5.flow").write_text(
         'flow a "asks"\nstage s -> int {\n  let j = ask "How many?" expect int\n  return j\n}\n'
     )
