@@ -368,11 +368,18 @@ def _finite_only(value: Any) -> Any:
     return value
 
 
-def _show_run_error(error: ErrorInfo | dict[str, Any], target: str) -> None:
+def _show_run_error(
+    error: ErrorInfo | dict[str, Any], target: str, ran: tuple[str, float] | None = None
+) -> None:
     error = ErrorInfo.from_dict(error) or ErrorInfo(Code.FAILED, "the run failed")
     label = error.get("label")  # the failed step in the .flow's terms (runtime/where.py)
     loc = Span.parse(error.source)
-    if error.step_path == "finish" and not label and target.endswith(".flow"):
+    if (
+        error.step_path == "finish"
+        and not label
+        and target.endswith(".flow")
+        and not (ran is not None and _edited_since(target, target, *ran))
+    ):
         # a compiled plan's `finish` is its last stage's value: named so, at its `return`
         with contextlib.suppress(OSError, ValueError, FlowError):
             place = api.output_place(Path(target).read_text(encoding="utf-8"), target)
@@ -387,6 +394,13 @@ def _show_run_error(error: ErrorInfo | dict[str, Any], target: str) -> None:
         shown = _source_file(target, loc.file)
         if shown is None:  # a called flow's file that cannot be found from here: its place
             _err(f"  --> {loc}")
+            return
+        if ran is not None and _edited_since(target, shown, *ran):
+            # the file on disk is not the run's: its line there would be another's code
+            _err(
+                f"  note: {shown} changed since the run started; the place is line "
+                f"{loc.line}:{loc.column} of the run's version"
+            )
             return
         try:
             lines = source_lines(Path(shown).read_text(encoding="utf-8"))
@@ -403,6 +417,19 @@ def _show_run_error(error: ErrorInfo | dict[str, Any], target: str) -> None:
             _err("   | " + " " * start + "^" * width)
         except (ValueError, IndexError, OSError):
             pass
+
+
+def _edited_since(target: str, shown: str, plan_text: str, started: float) -> bool:
+    """True when the `.flow` ``target`` (or the file ``shown`` of it an error is in, a called
+    flow's) changed since a durable run of it started at ``started`` (epoch seconds) with the
+    compiled plan ``plan_text``: a file written since, that no longer compiles to that plan
+    (one only touched, or edited back, still does: its lines are the run's)."""
+    try:
+        if max(Path(f).stat().st_mtime for f in {target, shown}) <= started:
+            return False
+        return api.plan_text(target)[0] != plan_text
+    except (OSError, ValueError, FlowError):  # gone, unreadable, no longer compiles
+        return True
 
 
 def _source_file(target: str, named: str | None) -> str | None:

@@ -100,7 +100,9 @@ def _durable_call(coro_fn: Any) -> Any:
         api.shutdown_durable()
 
 
-def _finish(result: Any, as_json: bool, target: str = "") -> None:
+def _finish(
+    result: Any, as_json: bool, target: str = "", ran: tuple[str, float] | None = None
+) -> None:
     """Print a resumed or redriven run's result (``--json``: the whole result, else the output;
     a durable question's answer as text, as ``flowc ask`` prints it) and exit 1 with its error when it did not end ``ok`` / ``exited``."""
     if as_json:
@@ -113,6 +115,7 @@ def _finish(result: Any, as_json: bool, target: str = "") -> None:
         _show_run_error(
             result.error or ErrorInfo(Code.FAILED, f"the run ended with status {result.status}"),
             target,  # the run's flow as found from here: the error's line under it
+            ran,  # unless it changed since the run started (the plan it ran, when)
         )
         sys.exit(1)
 
@@ -162,7 +165,7 @@ def resume(
                 shown.add(q.path)
                 _show_question(run_id, q.path, q.question, q.choices, q.label, known.items())
 
-    before, ended, file = _run_before(place.url, run_id, place.started_in)
+    before, ended, file, ran = _run_before(place.url, run_id, place.started_in)
     why = str((before.error or {}).get("message") or "") if before is not None else ""
     # a durable question a Ctrl-C ended goes on from its record (DBOS); the earlier
     # interruption is one line, not its error as if this resume's
@@ -199,7 +202,7 @@ def resume(
                 f"run whose process stopped — `flowc redrive {shlex.quote(run_id)}` runs it "
                 "again, reusing the steps that finished"
             )
-        _finish(result, as_json, file or "")
+        _finish(result, as_json, file or "", ran)
         return
     asked = api.durable_ask_result(result)
     if before.status == "aborted" and not reopened and not as_json:
@@ -220,26 +223,28 @@ ENDED = ("ok", "exited", "error", "aborted", "cancelled")
 
 def _run_before(
     url: str, run_id: str, started_in: str | None = None
-) -> tuple[Any, str | None, str | None]:
+) -> tuple[Any, str | None, str | None, tuple[str, float] | None]:
     """What ``flowc resume`` needs to know of durable run RUN before it takes it up: its
     RunInfo when it is a durable question (``flowc ask --durable``), else None (a plan's run);
     the status it had ended with (:data:`ENDED`), else None (an unfinished or unknown run,
-    which the resume itself reports); and its flow file as it opens from here (it may have
-    been started in the directory ``started_in``: docs/durable.md), else None."""
+    which the resume itself reports); its flow file as it opens from here (it may have
+    been started in the directory ``started_in``: docs/durable.md), else None; and the plan
+    text it runs with its start time (:func:`_recorded_plan`)."""
     import asyncio
 
-    async def look() -> tuple[Any, str | None, str | None]:
+    async def look() -> tuple[Any, str | None, str | None, tuple[str, float] | None]:
         info = await api.show_durable_run(url, run_id, limit=0)
         ended = info.status if info.status in ENDED else None
         spec = await api.recorded_run(url, run_id, started_in=started_in)
         file = spec.get("plan_file") if isinstance(spec, dict) else None
         shown = file if isinstance(file, str) and not file.startswith("<") else None
-        return (info if isinstance(spec, dict) and "ask" in spec else None), ended, shown
+        asks = isinstance(spec, dict) and "ask" in spec
+        return (info if asks else None), ended, shown, _recorded_plan(spec)
 
     try:
         return asyncio.run(look())
     except FlowError:
-        return None, None, None
+        return None, None, None, None
     finally:
         api.shutdown_durable()
 
@@ -715,7 +720,19 @@ def redrive(
         as_json,
         plan,
     )
-    _finish(result, as_json, spec.get("plan_file") or "")
+    _finish(result, as_json, spec.get("plan_file") or "", _recorded_plan(spec))
+
+
+def _recorded_plan(spec: Any) -> tuple[str, float] | None:
+    """The plan text a durable run's recorded ``spec`` runs and the time it started (epoch
+    seconds): what tells whether its `.flow` changed since (common._edited_since); None
+    when it records neither."""
+    if not isinstance(spec, dict):
+        return None
+    text, started = spec.get("plan_text"), spec.get("started")
+    if not isinstance(text, str) or not isinstance(started, (int, float)):
+        return None
+    return text, float(started)
 
 
 def _stoppable(call: Any, as_json: bool, plan: Any = None) -> Any:

@@ -1,0 +1,71 @@
+"""`flowc resume` (and `flowc redrive`) of a durable run whose `.flow` was edited since the
+run started: the error's place is the run's version's, so no excerpt of the file on disk
+(another line's code) is drawn under it; a note says the file changed and where the place is in
+the run's version.  A file only touched (or edited back) still compiles to the run's plan: its
+excerpt is drawn (docs/reference/cli.md "flowc resume")."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from support.durable_questions import flowc, start_flowc, wait_asked
+
+from agentflow import api
+from agentflow.cli.common import _edited_since
+
+FLOW = """\
+flow a "asks"
+stage s -> int {
+  let j = ask "How many?" expect int
+  let xs = [1]
+  return xs[j]
+}
+"""
+
+
+def test_resume_after_the_flow_was_edited_shows_no_excerpt_of_the_edited_file(
+    tmp_path: Path,
+) -> None:
+    flow = tmp_path / "ask5.flow"
+    flow.write_text(FLOW)
+    run = start_flowc(tmp_path, "run", "ask5.flow", "--durable", "--run-id", "e5")
+    try:
+        wait_asked(tmp_path / ".flowc" / "durable.sqlite", "e5", run)
+    finally:
+        run.kill()  # its process stops while the question waits: resumable
+        run.communicate()
+    # two lines above the stage: line 5 on disk is now `let xs = [1]`
+    flow.write_text(FLOW.replace("stage s", "// one\n// two\nstage s"))
+    answered = subprocess.run(flowc("answer", "e5", "j", "5"), cwd=tmp_path, capture_output=True)
+    assert answered.returncode == 0, answered.stderr.decode()
+    resumed = subprocess.run(flowc("resume", "e5"), cwd=tmp_path, capture_output=True)
+    err = resumed.stderr.decode()
+    assert resumed.returncode == 1, err
+    assert "index out of range" in err, err
+    assert (
+        "note: ask5.flow changed since the run started; the place is line 5:10 of the run's "
+        "version" in err
+    ), err
+    assert "let xs" not in err and "-->" not in err and "^" not in err, err
+
+
+def test_a_flow_only_touched_since_the_run_started_is_not_taken_as_changed(
+    tmp_path: Path,
+) -> None:
+    flow = tmp_path / "ask5.flow"
+    flow.write_text(FLOW)
+    text, _ = api.plan_text(flow)
+    started = flow.stat().st_mtime
+    assert not _edited_since(str(flow), str(flow), text, started)  # written before the start
+    os.utime(flow, (started + 60, started + 60))  # touched after it: the same plan
+    assert not _edited_since(str(flow), str(flow), text, started)
+    flow.write_text(FLOW.replace("stage s", "// one\nstage s"))
+    os.utime(flow, (started + 120, started + 120))
+    assert _edited_since(str(flow), str(flow), text, started)  # its lines moved
+    flow.write_text('flow a "asks"\nstage s -> int {\n  return\n')
+    os.utime(flow, (started + 180, started + 180))
+    assert _edited_since(str(flow), str(flow), text, started)  # no longer compiles
+    flow.unlink()
+    assert _edited_since(str(flow), str(flow), text, started)  # gone
