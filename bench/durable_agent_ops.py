@@ -4,8 +4,9 @@ loaded machine does not stretch, and in time.  The agent task of ``bench/durable
 loopback) runs in this process, plain and durable (DBOS on SQLite, launched before timing),
 alternating ``--rounds`` times after a warm-up.  Printed per run (the last round's):
 
-- SQL statements and commits on the engine's connections (SQLAlchemy's events; a ``PRAGMA``
-  run on a pool checkout goes through the driver and is not counted),
+- SQL statements and commits on the engine's connections (SQLAlchemy's events), and the
+  ``PRAGMA synchronous`` a pool checkout runs through the driver to switch a connection's level
+  (``level switch``: dbos_system.sqlite_engine),
 - thread hand-offs (``loop.run_in_executor``: ``asyncio.to_thread`` and DBOS's own), and
   which of them the run waited for on its critical path,
 - asyncio tasks created, and ``os.fsync`` calls made by Python code (SQLite's own are not
@@ -69,6 +70,17 @@ def install_counters(listing: bool) -> None:
             if dbapi.in_transaction:  # a commit with nothing written syncs nothing
                 COUNTS["full commit"] += level == 2
                 LISTED.append(f"  commit [{level}]")
+
+    seen: dict[int, object] = {}
+
+    from agentflow.runtime.durable.dbos_system import system_database
+
+    @event.listens_for(system_database().engine, "checkout")
+    def _checkout(conn: Any, record: Any, _proxy: Any) -> None:  # after the engine's own
+        level = record.info.get("agentflow_synchronous")
+        if id(record) in seen and seen[id(record)] != level:
+            COUNTS["level switch"] += 1
+        seen[id(record)] = level
 
     original = base.BaseEventLoop.run_in_executor
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -20,6 +21,7 @@ __all__ = [
     "dbos_instance",
     "install_inline_then",
     "dbos_module",
+    "next_commit_behind",
     "nameless_roots",
     "query_steps",
     "query_workflows",
@@ -81,6 +83,10 @@ def synchronous_of(url: str) -> tuple[str, str]:
 
 
 def sqlite_engine(url: str) -> Any:
+    """The SQLAlchemy engine of a SQLite durable runs database ``url`` (DBOS is given it): WAL,
+    the pragmas DBOS sets, and the ``synchronous`` level of the URL (:func:`synchronous_of`),
+    which every connection runs at when it is checked out — but the one checkout a context
+    asks for with :func:`next_commit_behind`, which runs at ``normal`` (at ``full`` only)."""
     import sqlalchemy as sa
     from sqlalchemy import event
 
@@ -88,12 +94,29 @@ def sqlite_engine(url: str) -> Any:
     engine = sa.create_engine(url)
 
     @event.listens_for(engine, "connect")
-    def _pragmas(conn: Any, _record: Any) -> None:  # the pragmas DBOS sets, plus WAL
+    def _pragmas(conn: Any, record: Any) -> None:  # the pragmas DBOS sets, plus WAL
         conn.isolation_level = "IMMEDIATE"
         conn.execute("PRAGMA busy_timeout=30000")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute(f"PRAGMA synchronous={level.upper()}")
+        record.info[_LEVEL_KEY] = level
+
+    @event.listens_for(engine, "checkout")
+    def _level(conn: Any, record: Any, _proxy: Any) -> None:
+        want = level
+        if level == "full":
+            behind = _BEHIND.get()
+            if behind is not None and behind[0] > 0:
+                behind[0] -= 1
+                want = "normal"
+        if record.info.get(_LEVEL_KEY) != want:
+            try:  # no transaction is open on a connection checked out: the level holds
+                conn.execute(f"PRAGMA synchronous={want.upper()}")
+            except Exception as e:  # the pool drops it and connects again (at `level`)
+                record.info.pop(_LEVEL_KEY, None)
+                raise sa.exc.DisconnectionError(f"cannot set synchronous={want}: {e}") from e
+            record.info[_LEVEL_KEY] = want
 
     _LEVELS[engine.pool] = level  # shared by DBOS's `execution_options` copy of it
     return engine
@@ -102,6 +125,34 @@ def sqlite_engine(url: str) -> Any:
 #: The ``synchronous`` level of the connection pool of each SQLite engine
 #: :func:`sqlite_engine` made.
 _LEVELS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+#: Where a pooled connection notes the ``synchronous`` level it runs at.
+_LEVEL_KEY = "agentflow_synchronous"
+
+#: How many more connections checked out in this context run at ``normal``
+#: (:func:`next_commit_behind`); a list, shared by the contexts copied from it (a thread a
+#: task hands work to, a task it creates), so one checkout takes it for all of them.
+_BEHIND: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar(
+    "agentflow_behind", default=None
+)
+
+
+@contextlib.contextmanager
+def next_commit_behind() -> Iterator[None]:
+    """While in this block, the next connection of a :func:`sqlite_engine` checked out in this
+    context — or in one copied from it: a thread ``asyncio.to_thread`` runs a function on —
+    commits at ``synchronous=NORMAL`` when the database runs at ``full`` (no ``fsync`` of its
+    own), and only that one; after the block, none (a task created in it keeps nothing).  The
+    caller makes sure a ``full`` commit of the same database, or :func:`sync_database`, follows
+    before anything depends on that commit being on disk (the WAL is one file, synced whole).
+    At another level, and on PostgreSQL, nothing changes."""
+    behind = [1]
+    token = _BEHIND.set(behind)
+    try:
+        yield
+    finally:
+        behind[0] = 0
+        _BEHIND.reset(token)
 
 
 @contextlib.contextmanager
@@ -115,24 +166,10 @@ def begin_behind(engine: Any) -> Iterator[Any]:
     A process crash loses nothing committed (WAL at ``normal``); a power loss before that
     next commit may lose it, which the operations in it tolerate: they are idempotent and
     were not waited for (docs/durable.md "Big maps: item records and synchronous").  Any
-    other level, and PostgreSQL, is an ordinary transaction."""
-    if _LEVELS.get(engine.pool) != "full":
-        with engine.begin() as conn:
-            yield conn
-        return
-    with engine.connect() as conn:
-        conn.exec_driver_sql("PRAGMA synchronous=NORMAL")
-        conn.commit()  # no transaction of SQLite's is open: the pragma holds for the next
-        try:
-            with conn.begin():
-                yield conn
-        finally:
-            try:
-                conn.exec_driver_sql("PRAGMA synchronous=FULL")
-                conn.commit()
-            except Exception:
-                conn.invalidate()  # never back in the pool at NORMAL
-                raise
+    other level, and PostgreSQL, is an ordinary transaction.  The connection's level is set
+    when it is checked out (:func:`sqlite_engine`): no statement of its own per batch."""
+    with next_commit_behind(), engine.begin() as conn:
+        yield conn
 
 
 def sqlite_path(url: str) -> Path | None:
