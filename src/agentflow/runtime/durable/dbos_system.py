@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import os
 import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -28,8 +29,12 @@ __all__ = [
     "SYNCHRONOUS",
     "sqlite_engine",
     "sqlite_path",
+    "start_sync",
+    "synced",
     "synchronous_of",
+    "sync_database",
     "system_database",
+    "unsynced",
     "with_synchronous",
     "workflow_exists",
 ]
@@ -170,6 +175,76 @@ def begin_behind(engine: Any) -> Iterator[Any]:
     when it is checked out (:func:`sqlite_engine`): no statement of its own per batch."""
     with next_commit_behind(), engine.begin() as conn:
         yield conn
+
+
+def sync_database(engine: Any) -> Callable[[], None] | None:
+    """A function that puts on disk what is committed to the SQLite database of ``engine``
+    (a :func:`sqlite_engine`'s) at ``full``: an ``fsync`` of its WAL file — SQLite's own at a
+    ``full`` commit, made later and on another thread, so a commit made with
+    :func:`next_commit_behind` is as durable as a ``full`` one once it has returned.  A WAL
+    file gone means its frames are in the database file, which the checkpoint synced.  None
+    at another level and on PostgreSQL (nothing to do).  Only the WAL file is opened: closing
+    a descriptor of the database file (or of its ``-shm``) would drop SQLite's locks on it."""
+    if _LEVELS.get(engine.pool) != "full":
+        return None
+    name = engine.url.database
+    if not name or name == ":memory:":
+        return None
+    wal = name + "-wal"
+
+    def sync() -> None:
+        try:
+            fd = os.open(wal, os.O_RDONLY)
+        except FileNotFoundError:
+            return
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    return sync
+
+
+#: workflow id → the sync of its insert, committed behind (:func:`start_sync`), while it runs
+_SYNCING: dict[str, asyncio.Future[None]] = {}
+
+
+def start_sync(workflow_id: str) -> asyncio.Future[None] | None:
+    """Start putting on disk, on a thread, what the database holds, for workflow
+    ``workflow_id`` whose insert was just committed with :func:`next_commit_behind` (a run's
+    root: execution.run_durable); while it runs, :func:`unsynced` gives it, and
+    :func:`synced` waits for it.  None when there is nothing to do (:func:`sync_database`).
+    The caller is on the loop DBOS configured (its thread pool)."""
+    sync = sync_database(system_database().engine)
+    if sync is None:
+        return None
+    future = asyncio.get_running_loop().run_in_executor(None, sync)
+    _SYNCING[workflow_id] = future
+
+    def done(f: asyncio.Future[None]) -> None:
+        if not f.cancelled():
+            f.exception()  # a failed fsync: the next full commit meets the same disk
+        if _SYNCING.get(workflow_id) is f:
+            del _SYNCING[workflow_id]
+
+    future.add_done_callback(done)
+    return future
+
+
+def unsynced(workflow_id: str) -> asyncio.Future[None] | None:
+    """The sync of ``workflow_id``'s insert (:func:`start_sync`) while it runs, else None."""
+    future = _SYNCING.get(workflow_id)
+    return future if future is not None and not future.done() else None
+
+
+async def synced(workflow_id: str) -> None:
+    """Return once ``workflow_id``'s insert is on disk (at once when it was committed at
+    ``full``, or its sync has ended).  A sync that failed is not raised here: the next
+    ``full`` commit, which meets the same disk, reports it."""
+    future = unsynced(workflow_id)
+    if future is not None:
+        with contextlib.suppress(Exception):
+            await asyncio.shield(future)
 
 
 def sqlite_path(url: str) -> Path | None:
