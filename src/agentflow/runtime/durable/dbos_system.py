@@ -24,6 +24,7 @@ __all__ = [
     "dbos_module",
     "next_commit_behind",
     "nameless_roots",
+    "open_sync",
     "query_steps",
     "query_workflows",
     "SYNCHRONOUS",
@@ -205,46 +206,55 @@ def sync_database(engine: Any) -> Callable[[], None] | None:
     return sync
 
 
-#: workflow id → the sync of its insert, committed behind (:func:`start_sync`), while it runs
+#: workflow id → the gate of its insert, committed behind (:func:`start_sync`), until it opens
 _SYNCING: dict[str, asyncio.Future[None]] = {}
 
 
-def start_sync(workflow_id: str) -> asyncio.Future[None] | None:
+def start_sync(workflow_id: str, *, held: bool = False) -> asyncio.Future[None] | None:
     """Start putting on disk, on a thread, what the database holds, for workflow
     ``workflow_id`` whose insert was just committed with :func:`next_commit_behind` (a run's
-    root: execution.run_durable); while it runs, :func:`unsynced` gives it, and
-    :func:`synced` waits for it.  None when there is nothing to do (:func:`sync_database`).
+    root: execution.run_durable), and close its gate: :func:`unsynced` gives it, and
+    :func:`synced` waits for it.  The gate opens when the sync has ended — ``held``: when the
+    caller opens it (:func:`open_sync`, after the sync and its own step that must come first).
+    Returns the sync's future, or None when there is nothing to do (:func:`sync_database`).
     The caller is on the loop DBOS configured (its thread pool)."""
     sync = sync_database(system_database().engine)
     if sync is None:
         return None
-    future = asyncio.get_running_loop().run_in_executor(None, sync)
-    _SYNCING[workflow_id] = future
+    loop = asyncio.get_running_loop()
+    _SYNCING[workflow_id] = loop.create_future()
+    disk = loop.run_in_executor(None, sync)
 
     def done(f: asyncio.Future[None]) -> None:
         if not f.cancelled():
             f.exception()  # a failed fsync: the next full commit meets the same disk
-        if _SYNCING.get(workflow_id) is f:
-            del _SYNCING[workflow_id]
+        if not held:
+            open_sync(workflow_id)
 
-    future.add_done_callback(done)
-    return future
+    disk.add_done_callback(done)
+    return disk
+
+
+def open_sync(workflow_id: str) -> None:
+    """Open the gate of ``workflow_id``'s insert (:func:`start_sync`): what waits for it goes on."""
+    gate = _SYNCING.pop(workflow_id, None)
+    if gate is not None and not gate.done():
+        gate.set_result(None)
 
 
 def unsynced(workflow_id: str) -> asyncio.Future[None] | None:
-    """The sync of ``workflow_id``'s insert (:func:`start_sync`) while it runs, else None."""
-    future = _SYNCING.get(workflow_id)
-    return future if future is not None and not future.done() else None
+    """The gate of ``workflow_id``'s insert (:func:`start_sync`) while it is closed, else None."""
+    gate = _SYNCING.get(workflow_id)
+    return gate if gate is not None and not gate.done() else None
 
 
 async def synced(workflow_id: str) -> None:
-    """Return once ``workflow_id``'s insert is on disk (at once when it was committed at
-    ``full``, or its sync has ended).  A sync that failed is not raised here: the next
-    ``full`` commit, which meets the same disk, reports it."""
-    future = unsynced(workflow_id)
-    if future is not None:
-        with contextlib.suppress(Exception):
-            await asyncio.shield(future)
+    """Return once the gate of ``workflow_id``'s insert is open (at once when it has none: an
+    insert committed at ``full``).  A sync that failed opens it all the same: the next
+    ``full`` commit, which meets the same disk, reports the failure."""
+    gate = unsynced(workflow_id)
+    if gate is not None:
+        await asyncio.shield(gate)
 
 
 def sqlite_path(url: str) -> Path | None:

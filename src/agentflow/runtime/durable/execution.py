@@ -38,8 +38,8 @@ from agentflow.runtime.durable.dbos_engine import (
 )
 from agentflow.runtime.durable.dbos_system import (
     next_commit_behind,
+    open_sync,
     start_sync,
-    synced,
     workflow_exists,
 )
 from agentflow.runtime.durable.liveness import watch_run, worker_lock
@@ -136,12 +136,17 @@ async def run_durable(
         # out, once it is on disk (docs/decisions.md "The root's insert is synced beside it")
         with dbos.SetWorkflowID(run_id), next_commit_behind():
             handle = await dbos.DBOS.start_workflow_async(dbos_engine.run_workflow(), spec)
-        start_sync(run_id)
+        disk = start_sync(run_id, held=on_start is not None)
         if on_start is not None:
             try:
-                await synced(run_id)
+                if disk is not None:
+                    with contextlib.suppress(Exception):  # the outcome's commit reports it
+                        await asyncio.shield(disk)
             finally:
-                on_start(run_id)
+                try:
+                    on_start(run_id)
+                finally:
+                    open_sync(run_id)  # the run's events, held until now, come after the id
         out = await await_outcome(handle, watch=(url, run_id) if fleet else None)
     return run_id, result_of(out, RunResult)
 
