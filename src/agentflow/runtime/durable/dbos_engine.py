@@ -278,6 +278,11 @@ class DbosEngine:
         await _items().flush(self.workflow_id())
         await synced(self.workflow_id())
 
+    async def started(self) -> None:
+        """Return once the running unit's start is on disk (a root's insert, committed behind:
+        execution.run_durable) and its id was given."""
+        await synced(self.workflow_id())
+
     def pending_record(self) -> Any:
         """The running workflow's latest item record written behind, while it is not
         committed, and a root's insert while it is not on disk (a future: done once they
