@@ -158,17 +158,19 @@ def test_a_runs_end_claim_commits_with_its_last_records(project, monkeypatch):
     assert len(claims) == 1  # the end is claimed once
 
 
-def _statements_of(run: Callable[[], object]) -> tuple[object, list[str]]:
-    """``run()``'s result and every statement the engine's connections executed meanwhile."""
+def _statements_of(run: Callable[[], object]) -> tuple[object, list[tuple[int, str]]]:
+    """``run()``'s result and every statement the engine's connections executed meanwhile,
+    each with the ``synchronous`` level its connection ran at (1 NORMAL, 2 FULL)."""
     from sqlalchemy import event
 
     from agentflow.runtime.durable.dbos_system import system_database
 
     engine = system_database().engine
-    seen: list[str] = []
+    seen: list[tuple[int, str]] = []
 
     def on_execute(conn, cursor, statement, params, context, many):
-        seen.append(statement)
+        level = cursor.connection.execute("PRAGMA synchronous").fetchone()[0]
+        seen.append((level, statement))
 
     event.listen(engine, "before_cursor_execute", on_execute)
     try:
@@ -180,19 +182,24 @@ def _statements_of(run: Callable[[], object]) -> tuple[object, list[str]]:
 def test_records_written_behind_leave_their_fsync_to_the_next_full_commit(project):
     # at synchronous=full (the default), a batch of rows nobody waits for (and the end claim
     # joining it) is committed at NORMAL: the run's outcome, a full commit of the same WAL,
-    # follows it and syncs it (dbos_system.begin_behind); the connection is FULL again after
+    # follows it and syncs it (dbos_system.begin_behind); a connection checked out after it
+    # is FULL again, with no statement of the batch's own to switch it
     from agentflow.runtime.durable.dbos_system import system_database
 
     path, config = project
     (path / "notes.yaml").write_text(NOTES)
     (result, _, _), seen = _statements_of(lambda: _run(path, config, "notes.yaml", "notes-2"))
     assert result.status == "ok", result.error
-    batch = next(i for i, s in enumerate(seen) if s.startswith("INSERT INTO agentflow_items"))
-    assert seen[batch - 1] == "PRAGMA synchronous=NORMAL"
-    restored = seen.index("PRAGMA synchronous=FULL", batch)
-    outcome = next(i for i, s in enumerate(seen) if "workflow_output" in s and i > batch)
-    assert restored < outcome  # the outcome is committed at FULL, after the batch
-    with system_database().engine.connect() as conn:  # a pooled connection: FULL (2)
+    batch = next(i for i, (_, s) in enumerate(seen) if s.startswith("INSERT INTO agentflow_items"))
+    assert seen[batch][0] == 1
+    claim = next(
+        i for i, (_, s) in enumerate(seen) if s.startswith("INSERT INTO agentflow_answers")
+    )
+    assert claim > batch and seen[claim][0] == 1  # in the batch's transaction
+    outcome = next(i for i, (_, s) in enumerate(seen) if "workflow_output" in s and i > batch)
+    assert seen[outcome][0] == 2  # the outcome is committed at FULL, after the batch
+    assert not [s for _, s in seen if s.startswith("PRAGMA")]
+    with system_database().engine.connect() as conn:  # a connection checked out: FULL (2)
         assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 2
 
 
@@ -201,13 +208,8 @@ def test_a_one_call_units_record_is_a_full_commit_of_its_own(project):
     path, config = project
     (result, _, _), seen = _statements_of(lambda: _run(path, config, "items.yaml", "map-2"))
     assert result.status == "ok", result.error
-    level, levels = "FULL", []
-    for statement in seen:
-        if statement.startswith("PRAGMA synchronous="):
-            level = statement.split("=")[1]
-        elif statement.startswith("INSERT INTO agentflow_items"):
-            levels.append(level)
-    assert levels and set(levels) == {"FULL"}, levels  # the end claim alone may be NORMAL
+    levels = [level for level, s in seen if s.startswith("INSERT INTO agentflow_items")]
+    assert levels and set(levels) == {2}, levels  # the end claim alone may be NORMAL
 
 
 def test_at_normal_nothing_is_switched(tmp_path, monkeypatch):
@@ -224,4 +226,27 @@ def test_at_normal_nothing_is_switched(tmp_path, monkeypatch):
     finally:
         dbos_engine.shutdown()
     assert result.status == "ok", result.error
-    assert not [s for s in seen if s.startswith("PRAGMA synchronous")]
+    assert seen and {level for level, _ in seen} == {1}
+
+
+def test_next_commit_behind_relaxes_one_checkout_of_its_block_only(project):
+    # the first connection checked out in the block — here on a thread it hands work to — runs
+    # at NORMAL; the next one, one after the block and one a task made in the block takes
+    # after it, at FULL
+    from agentflow.runtime.durable.dbos_system import next_commit_behind, system_database
+
+    engine = system_database().engine
+
+    def level() -> int:
+        with engine.connect() as conn:
+            return int(conn.exec_driver_sql("PRAGMA synchronous").scalar())
+
+    async def levels() -> list[int]:
+        with next_commit_behind():
+            first = await asyncio.to_thread(level)
+            second = level()
+        with next_commit_behind():
+            later = asyncio.ensure_future(asyncio.to_thread(level))
+        return [first, second, await later, level()]
+
+    assert asyncio.run(levels()) == [1, 2, 2, 2]

@@ -66,7 +66,9 @@ from agentflow.runtime.durable.dbos_system import (
     query_steps,
     query_workflows,
     sqlite_path,
+    synced,
     system_database,
+    unsynced,
 )
 from agentflow.runtime.durable.dbos_watch import (
     CANCEL_POLL_S,
@@ -272,13 +274,26 @@ class DbosEngine:
     async def flush(self) -> None:
         """Wait until the running workflow's written-behind item records are committed
         (items.py): before each engine operation, so a record is never followed by another
-        whose predecessors are not recorded, and before the workflow's result."""
+        whose predecessors are not recorded, and before the workflow's result; a root's
+        insert, committed behind (execution.run_durable), is on disk by then too."""
         await _items().flush(self.workflow_id())
+        await synced(self.workflow_id())
+
+    async def started(self) -> None:
+        """Return once the running unit's start is on disk (a root's insert, committed behind:
+        execution.run_durable) and its id was given."""
+        await synced(self.workflow_id())
 
     def pending_record(self) -> Any:
         """The running workflow's latest item record written behind, while it is not
-        committed (a future: done once it is); None when there is none."""
-        return _items().last_pending(self.workflow_id())
+        committed, and a root's insert while it is not on disk (a future: done once they
+        are); None when there is none."""
+        workflow_id = self.workflow_id()
+        last = _items().last_pending(workflow_id)
+        syncing = unsynced(workflow_id)
+        if syncing is None:
+            return last
+        return syncing if last is None else asyncio.gather(syncing, last, return_exceptions=True)
 
     def replaying_items(self) -> bool:
         """True while the running workflow has ordered item records not replayed yet."""

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import os
 import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -21,14 +23,20 @@ __all__ = [
     "install_inline_then",
     "install_precise_sqlite_clock",
     "dbos_module",
+    "next_commit_behind",
     "nameless_roots",
+    "open_sync",
     "query_steps",
     "query_workflows",
     "SYNCHRONOUS",
     "sqlite_engine",
     "sqlite_path",
+    "start_sync",
+    "synced",
     "synchronous_of",
+    "sync_database",
     "system_database",
+    "unsynced",
     "with_synchronous",
     "workflow_exists",
 ]
@@ -82,6 +90,10 @@ def synchronous_of(url: str) -> tuple[str, str]:
 
 
 def sqlite_engine(url: str) -> Any:
+    """The SQLAlchemy engine of a SQLite durable runs database ``url`` (DBOS is given it): WAL,
+    the pragmas DBOS sets, and the ``synchronous`` level of the URL (:func:`synchronous_of`),
+    which every connection runs at when it is checked out — but the one checkout a context
+    asks for with :func:`next_commit_behind`, which runs at ``normal`` (at ``full`` only)."""
     import sqlalchemy as sa
     from sqlalchemy import event
 
@@ -89,12 +101,29 @@ def sqlite_engine(url: str) -> Any:
     engine = sa.create_engine(url)
 
     @event.listens_for(engine, "connect")
-    def _pragmas(conn: Any, _record: Any) -> None:  # the pragmas DBOS sets, plus WAL
+    def _pragmas(conn: Any, record: Any) -> None:  # the pragmas DBOS sets, plus WAL
         conn.isolation_level = "IMMEDIATE"
         conn.execute("PRAGMA busy_timeout=30000")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute(f"PRAGMA synchronous={level.upper()}")
+        record.info[_LEVEL_KEY] = level
+
+    @event.listens_for(engine, "checkout")
+    def _level(conn: Any, record: Any, _proxy: Any) -> None:
+        want = level
+        if level == "full":
+            behind = _BEHIND.get()
+            if behind is not None and behind[0] > 0:
+                behind[0] -= 1
+                want = "normal"
+        if record.info.get(_LEVEL_KEY) != want:
+            try:  # no transaction is open on a connection checked out: the level holds
+                conn.execute(f"PRAGMA synchronous={want.upper()}")
+            except Exception as e:  # the pool drops it and connects again (at `level`)
+                record.info.pop(_LEVEL_KEY, None)
+                raise sa.exc.DisconnectionError(f"cannot set synchronous={want}: {e}") from e
+            record.info[_LEVEL_KEY] = want
 
     _LEVELS[engine.pool] = level  # shared by DBOS's `execution_options` copy of it
     return engine
@@ -103,6 +132,34 @@ def sqlite_engine(url: str) -> Any:
 #: The ``synchronous`` level of the connection pool of each SQLite engine
 #: :func:`sqlite_engine` made.
 _LEVELS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+#: Where a pooled connection notes the ``synchronous`` level it runs at.
+_LEVEL_KEY = "agentflow_synchronous"
+
+#: How many more connections checked out in this context run at ``normal``
+#: (:func:`next_commit_behind`); a list, shared by the contexts copied from it (a thread a
+#: task hands work to, a task it creates), so one checkout takes it for all of them.
+_BEHIND: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar(
+    "agentflow_behind", default=None
+)
+
+
+@contextlib.contextmanager
+def next_commit_behind() -> Iterator[None]:
+    """While in this block, the next connection of a :func:`sqlite_engine` checked out in this
+    context — or in one copied from it: a thread ``asyncio.to_thread`` runs a function on —
+    commits at ``synchronous=NORMAL`` when the database runs at ``full`` (no ``fsync`` of its
+    own), and only that one; after the block, none (a task created in it keeps nothing).  The
+    caller makes sure a ``full`` commit of the same database, or :func:`sync_database`, follows
+    before anything depends on that commit being on disk (the WAL is one file, synced whole).
+    At another level, and on PostgreSQL, nothing changes."""
+    behind = [1]
+    token = _BEHIND.set(behind)
+    try:
+        yield
+    finally:
+        behind[0] = 0
+        _BEHIND.reset(token)
 
 
 @contextlib.contextmanager
@@ -116,24 +173,89 @@ def begin_behind(engine: Any) -> Iterator[Any]:
     A process crash loses nothing committed (WAL at ``normal``); a power loss before that
     next commit may lose it, which the operations in it tolerate: they are idempotent and
     were not waited for (docs/durable.md "Big maps: item records and synchronous").  Any
-    other level, and PostgreSQL, is an ordinary transaction."""
+    other level, and PostgreSQL, is an ordinary transaction.  The connection's level is set
+    when it is checked out (:func:`sqlite_engine`): no statement of its own per batch."""
+    with next_commit_behind(), engine.begin() as conn:
+        yield conn
+
+
+def sync_database(engine: Any) -> Callable[[], None] | None:
+    """A function that puts on disk what is committed to the SQLite database of ``engine``
+    (a :func:`sqlite_engine`'s) at ``full``: an ``fsync`` of its WAL file — SQLite's own at a
+    ``full`` commit, made later and on another thread, so a commit made with
+    :func:`next_commit_behind` is as durable as a ``full`` one once it has returned.  A WAL
+    file gone means its frames are in the database file, which the checkpoint synced.  None
+    at another level and on PostgreSQL (nothing to do).  Only the WAL file is opened: closing
+    a descriptor of the database file (or of its ``-shm``) would drop SQLite's locks on it."""
     if _LEVELS.get(engine.pool) != "full":
-        with engine.begin() as conn:
-            yield conn
-        return
-    with engine.connect() as conn:
-        conn.exec_driver_sql("PRAGMA synchronous=NORMAL")
-        conn.commit()  # no transaction of SQLite's is open: the pragma holds for the next
+        return None
+    name = engine.url.database
+    if not name or name == ":memory:":
+        return None
+    wal = name + "-wal"
+
+    def sync() -> None:
         try:
-            with conn.begin():
-                yield conn
+            fd = os.open(wal, os.O_RDONLY)
+        except FileNotFoundError:
+            return
+        try:
+            os.fsync(fd)
         finally:
-            try:
-                conn.exec_driver_sql("PRAGMA synchronous=FULL")
-                conn.commit()
-            except Exception:
-                conn.invalidate()  # never back in the pool at NORMAL
-                raise
+            os.close(fd)
+
+    return sync
+
+
+#: workflow id → the gate of its insert, committed behind (:func:`start_sync`), until it opens
+_SYNCING: dict[str, asyncio.Future[None]] = {}
+
+
+def start_sync(workflow_id: str, *, held: bool = False) -> asyncio.Future[None] | None:
+    """Start putting on disk, on a thread, what the database holds, for workflow
+    ``workflow_id`` whose insert was just committed with :func:`next_commit_behind` (a run's
+    root: execution.run_durable), and close its gate: :func:`unsynced` gives it, and
+    :func:`synced` waits for it.  The gate opens when the sync has ended — ``held``: when the
+    caller opens it (:func:`open_sync`, after the sync and its own step that must come first).
+    Returns the sync's future, or None when there is nothing to do (:func:`sync_database`).
+    The caller is on the loop DBOS configured (its thread pool)."""
+    sync = sync_database(system_database().engine)
+    if sync is None:
+        return None
+    loop = asyncio.get_running_loop()
+    _SYNCING[workflow_id] = loop.create_future()
+    disk = loop.run_in_executor(None, sync)
+
+    def done(f: asyncio.Future[None]) -> None:
+        if not f.cancelled():
+            f.exception()  # a failed fsync: the next full commit meets the same disk
+        if not held:
+            open_sync(workflow_id)
+
+    disk.add_done_callback(done)
+    return disk
+
+
+def open_sync(workflow_id: str) -> None:
+    """Open the gate of ``workflow_id``'s insert (:func:`start_sync`): what waits for it goes on."""
+    gate = _SYNCING.pop(workflow_id, None)
+    if gate is not None and not gate.done():
+        gate.set_result(None)
+
+
+def unsynced(workflow_id: str) -> asyncio.Future[None] | None:
+    """The gate of ``workflow_id``'s insert (:func:`start_sync`) while it is closed, else None."""
+    gate = _SYNCING.get(workflow_id)
+    return gate if gate is not None and not gate.done() else None
+
+
+async def synced(workflow_id: str) -> None:
+    """Return once the gate of ``workflow_id``'s insert is open (at once when it has none: an
+    insert committed at ``full``).  A sync that failed opens it all the same: the next
+    ``full`` commit, which meets the same disk, reports the failure."""
+    gate = unsynced(workflow_id)
+    if gate is not None:
+        await asyncio.shield(gate)
 
 
 def sqlite_path(url: str) -> Path | None:

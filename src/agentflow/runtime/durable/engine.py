@@ -773,9 +773,14 @@ class DurableEffects(Effects):
     async def evaluation(self, path: str, work: Callable[[], Any]) -> Any:
         """``work()``, an evaluation at step ``path``: on an engine that evaluates long ones
         elsewhere (Temporal ``evaluate``: past a work budget, in the operation
-        ``{path}/eval#n``), through it; else at once."""
+        ``{path}/eval#n``), through it; else once the engine says the unit's start is on disk
+        (DBOS: a root's insert, synced beside it — its id and first events go out before an
+        evaluation that holds the event loop)."""
         evaluate = getattr(self.engine, "evaluate", None)
         if evaluate is None:
+            started = getattr(self.engine, "started", None)
+            if started is not None:  # a long evaluation holds the loop: the run's start first
+                await started()
             return work()
         return await evaluate(lambda: self._name(f"{path}/eval"), work)
 

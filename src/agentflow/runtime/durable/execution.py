@@ -36,7 +36,12 @@ from agentflow.runtime.durable.dbos_engine import (
     reuse_table,
     waiting_questions,
 )
-from agentflow.runtime.durable.dbos_system import workflow_exists
+from agentflow.runtime.durable.dbos_system import (
+    next_commit_behind,
+    open_sync,
+    start_sync,
+    workflow_exists,
+)
 from agentflow.runtime.durable.liveness import watch_run, worker_lock
 from agentflow.runtime.durable.records import (
     check_readable,
@@ -126,10 +131,22 @@ async def run_durable(
     dbos_engine._RUNTIMES[run_id] = rt
     dbos = dbos_engine.dbos_with_workflows()
     with run_lock(url, run_id), dbos_engine.starting(run_id, spec):
-        with dbos.SetWorkflowID(run_id):
+        # the insert is committed without an fsync of its own, which a thread makes while the
+        # root starts (SQLite at `full`: issue 35); the run's id is given, and its events go
+        # out, once it is on disk (docs/decisions.md "The root's insert is synced beside it")
+        with dbos.SetWorkflowID(run_id), next_commit_behind():
             handle = await dbos.DBOS.start_workflow_async(dbos_engine.run_workflow(), spec)
+        disk = start_sync(run_id, held=on_start is not None)
         if on_start is not None:
-            on_start(run_id)
+            try:
+                if disk is not None:
+                    with contextlib.suppress(Exception):  # the outcome's commit reports it
+                        await asyncio.shield(disk)
+            finally:
+                try:
+                    on_start(run_id)
+                finally:
+                    open_sync(run_id)  # the run's events, held until now, come after the id
         out = await await_outcome(handle, watch=(url, run_id) if fleet else None)
     return run_id, result_of(out, RunResult)
 
