@@ -264,9 +264,11 @@ def _unit_word_after_number(tok: Any, sc: Scanner) -> str | None:
     """The duration-word hint for a name ``tok`` that follows a number on its line
     (``2 hours``), wherever a duration is written: the clause holding the number may be
     reduced before the word is read, so the line's text is read, not the parser's stack."""
-    if tok.type != "NAME":
-        return None
-    number = re.search(r"(?<![\w.])(\d+)[ \t]+$", _line_before(sc, tok))
+    before = _line_before(sc, tok)
+    if tok.type != "NAME":  # `backoff: { initial: 2 seconds }`: the word read as an entry's key
+        spelt = re.search(r"(?<![\w.])(\d+)[ \t]+([A-Za-z]+)[ \t]*$", before)
+        return unit_word_hint(spelt.group(1), spelt.group(2)) if spelt else None
+    number = re.search(r"(?<![\w.])(\d+)[ \t]+$", before)
     return unit_word_hint(number.group(1), str(tok.value)) if number else None
 
 
