@@ -186,3 +186,16 @@ def test_a_choice_is_answered_bare_as_a_json_string_or_by_its_number(tmp_path, m
     past = CliRunner().invoke(main, ["run", "c.flow", "--answer", "ok=3"])
     assert past.exit_code == 1 and "▶" not in past.stderr
     assert '"3" is not one of "ship" | "hold"' in past.stderr
+
+
+def test_answer_numbering_past_the_choices_says_they_are_numbered(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c.flow").write_text(
+        'stage s -> text {\n  let ok = ask "Ship it?" expect "ship" | "hold"\n  ok\n}\n'
+    )
+    out = CliRunner().invoke(main, ["run", "c.flow", "--answer", "ok=3"])
+    assert out.exit_code != 0
+    assert "the choices are numbered 1–2" in out.stderr, out.output
+    assert "nothing was run" in out.stderr
+    taken = CliRunner().invoke(main, ["run", "c.flow", "--answer", "ok=2"])
+    assert taken.exit_code == 0 and '"hold"' in taken.stdout, taken.output

@@ -66,3 +66,32 @@ def test_a_duration_spelt_with_a_word_hints_its_unit(written: str, meant: str) -
 def test_a_bare_number_for_a_duration_keeps_the_seconds_hint() -> None:
     d = _first("flow t\ndeadline 20\nstage s -> int { 1 }\n")
     assert d.hint == "a duration needs a unit: `20s` (or `ms`, `m`, `h`)"
+
+
+@pytest.mark.parametrize(
+    ("body", "written", "meant"),
+    [
+        (
+            'let r = agent(a) {\n    task "x"\n    expect int\n    timeout 2 hours\n  }\n  r',
+            "2 hours",
+            "2h",
+        ),
+        (
+            'let r = agent(a) {\n    task "x"\n    expect int\n'
+            "    retry { attempts: 1, backoff: { initial: 2 seconds } }\n  }\n  r",
+            "2 seconds",
+            "2s",
+        ),
+        ("sleep 5 minutes\n  1", "5 minutes", "5m"),
+        ('let r = f("x") timeout 10 seconds\n  r', "10 seconds", "10s"),
+    ],
+)
+def test_a_duration_word_in_an_agent_clause_backoff_sleep_or_call_timeout_hints_its_unit(
+    body: str, written: str, meant: str
+) -> None:
+    src = f'use agent "a" as a\nextern tool f(x: text) -> int\nstage s -> int {{\n  {body}\n}}\n'
+    d = _first(src)
+    assert d.hint == (
+        f"a duration is written with its unit against the number: `{meant}` "
+        f"(not `{written}`; the units are `ms`, `s`, `m`, `h`)"
+    )

@@ -132,6 +132,42 @@ def _trailing(stmt: ast.Stmt) -> ast.Expr | None:
     return e
 
 
+#: the words of a unit of time → (`.flow`'s unit, how many of it one is)
+_UNIT_WORDS = {
+    **dict.fromkeys(("ms", "msec", "msecs", "millis", "millisecond", "milliseconds"), ("ms", 1)),
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), ("s", 1)),
+    **dict.fromkeys(("m", "min", "mins", "minute", "minutes"), ("m", 1)),
+    **dict.fromkeys(("h", "hr", "hrs", "hour", "hours"), ("h", 1)),
+    **dict.fromkeys(("d", "day", "days"), ("h", 24)),
+}
+
+
+def unit_word_hint(number: str, word: str) -> str | None:
+    """The hint of a duration spelt with a word (``20 minutes`` → ``20m``, ``2 days`` →
+    ``48h``), or None when ``word`` names no unit of time."""
+    unit = _UNIT_WORDS.get(word.lower())
+    if unit is None or not number.isdigit():
+        return None
+    written = f"{int(number) * unit[1]}{unit[0]}"
+    return (
+        f"a duration is written with its unit against the number: `{written}` "
+        f"(not `{number} {word}`; the units are `ms`, `s`, `m`, `h`)"
+    )
+
+
+def _unit_word_after(prev: ast.Stmt, word: str) -> str | None:
+    """The duration-word hint when ``prev`` ends with a whole number and the next statement is
+    a unit word (``sleep 5 minutes``, ``f(x) timeout 10 seconds``), else None."""
+    for node in ast.walk(prev):
+        if (
+            isinstance(node, ast.NumberLit)
+            and isinstance(node.value, int)
+            and node.span.end == prev.span.end
+        ):
+            return unit_word_hint(str(node.value), word)
+    return None
+
+
 def _misplaced_clause(word: str, before: ast.Expr | None) -> str | None:
     """The hint for a clause (``tolerate``, ``limit``, ``timeout``, ``retry``) written after the
     expression ``before`` instead of where it goes."""
@@ -235,6 +271,8 @@ def joined_statement(prev: ast.Stmt, stmt: ast.Stmt) -> SynErr:
     word = (
         prev.expr.name if isinstance(prev, ast.ExprStmt) and isinstance(prev.expr, ast.Name) else ""
     )
+    if hint is None and name is not None:  # `sleep 5 minutes`: a unit of time in a word
+        hint = _unit_word_after(prev, name)
     if hint is None and _is_sleep(_trailing(prev)):
         # `let x = sleep 5m`: `sleep` is a statement of its own, with no value
         hint = "`sleep` is a statement with no value: write it on a line of its own (`sleep 5m`)"

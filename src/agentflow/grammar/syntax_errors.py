@@ -40,6 +40,7 @@ from agentflow.grammar.joined import (
     loop_hint,
     misspelt_keyword_before,
     statements_on_one_line,
+    unit_word_hint,
 )
 from agentflow.grammar.operand_words import operand_word_error, operand_word_in_line
 from agentflow.grammar.scanner import OPENERS, OPS, TOP_LEVEL, Scanner, SynErr, Tok
@@ -259,27 +260,16 @@ def _match_hint(tok: Any, expected: set[str], prev: Tok | None, sc: Scanner) -> 
 _FN_NAME_BEFORE = re.compile(r"(?:^|[\s;])fn\s+[A-Za-z_][A-Za-z0-9_]*\s*$")
 
 
-#: the words of a unit of time → (`.flow`'s unit, how many of it one is)
-_UNIT_WORDS = {
-    **dict.fromkeys(("ms", "msec", "msecs", "millis", "millisecond", "milliseconds"), ("ms", 1)),
-    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), ("s", 1)),
-    **dict.fromkeys(("m", "min", "mins", "minute", "minutes"), ("m", 1)),
-    **dict.fromkeys(("h", "hr", "hrs", "hour", "hours"), ("h", 1)),
-    **dict.fromkeys(("d", "day", "days"), ("h", 24)),
-}
-
-
-def unit_word_hint(number: str, word: str) -> str | None:
-    """The hint of a duration spelt with a word (``20 minutes`` → ``20m``, ``2 days`` →
-    ``48h``), or None when ``word`` names no unit of time."""
-    unit = _UNIT_WORDS.get(word.lower())
-    if unit is None or not number.isdigit():
-        return None
-    written = f"{int(number) * unit[1]}{unit[0]}"
-    return (
-        f"a duration is written with its unit against the number: `{written}` "
-        f"(not `{number} {word}`; the units are `ms`, `s`, `m`, `h`)"
-    )
+def _unit_word_after_number(tok: Any, sc: Scanner) -> str | None:
+    """The duration-word hint for a name ``tok`` that follows a number on its line
+    (``2 hours``), wherever a duration is written: the clause holding the number may be
+    reduced before the word is read, so the line's text is read, not the parser's stack."""
+    before = _line_before(sc, tok)
+    if tok.type != "NAME":  # `backoff: { initial: 2 seconds }`: the word read as an entry's key
+        spelt = re.search(r"(?<![\w.])(\d+)[ \t]+([A-Za-z]+)[ \t]*$", before)
+        return unit_word_hint(spelt.group(1), spelt.group(2)) if spelt else None
+    number = re.search(r"(?<![\w.])(\d+)[ \t]+$", before)
+    return unit_word_hint(number.group(1), str(tok.value)) if number else None
 
 
 def _first_in_block(values: list[Any] | None) -> bool:
@@ -308,6 +298,9 @@ def _syntax_hint(
             "functions have no type parameters: write the types of the parameters and the "
             "result (`fn first(xs: text[]) -> text? = …`), one function per type"
         )
+    spelt = _unit_word_after_number(tok, sc)
+    if spelt is not None:  # `timeout 2 hours`, `sleep 5 minutes`, `f(x) timeout 10 seconds`
+        return spelt
     hint = (
         _generic_hint(tok, expected, sc)
         or match_subject_hint(tok, sc)
@@ -435,10 +428,6 @@ def _syntax_hint(
         after = re.match(r"[ \t]+([A-Za-z]+)", sc.text[tok.end - sc.ob :])
         spelt = unit_word_hint(str(tok.value), after.group(1)) if after else None
         return spelt or f"a duration needs a unit: `{tok.value}s` (or `ms`, `m`, `h`)"
-    if typ == "NAME" and prev is not None and prev.type == "NUMBER" and prev.end_line == tok.line:
-        spelt = unit_word_hint(str(prev.value), str(tok.value))  # `timeout 2 hours`
-        if spelt is not None:
-            return spelt
     if typ == "NAME" and {"STUB", "EXPECT", "REPLAY"} <= expected:
         return test_line_hint(tok, sc)
     clause = clause_synonym_hint(tok, expected)

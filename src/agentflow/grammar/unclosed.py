@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from agentflow.core.diagnostics import FixedHint, respelling
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import KEYWORD_TERMINALS as KEYWORDS
 from agentflow.grammar.scanner import CLOSERS, OPENERS, Scanner, SynErr, Tok
@@ -147,7 +148,9 @@ def locate_unclosed(err: SynErr, sc: Scanner, start: int, line: int) -> SynErr:
         hint = f"add `}}` after line {last} to close {words}"
         if stop < sc.end and word_at(text, stop) == "output" and words == "the agent block":
             # `output T` inside `agent(…) { … }`: the clause of other frameworks
-            hint = "did you mean `expect`? an agent's answer type is its `expect T` clause"
+            said = "did you mean `expect`? an agent's answer type is its `expect T` clause"
+            fix = respelling(span, "output", "expect")  # None unless `span` is the word
+            hint = FixedHint(said, fix) if fix is not None else said
         return SynErr(err.message, span, resume=err.resume, depth=err.depth, hint=hint, notes=notes)
     blamed, where, outer = found
     words = sc.opened(blamed.tok, at=False)

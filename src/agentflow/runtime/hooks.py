@@ -468,6 +468,9 @@ def checked_answer(question: Any, value: Any) -> Any:
     if problem:
         if isinstance(value, str) and wants_bool(question.schema):
             problem += "; a yes/no question takes yes, no, true or false (or y, n)"
+        elif _choice_number(value) is not None and isinstance(question.choices, list | tuple):
+            # `--answer ok=3` of two choices: a number picks a choice, counted from 1
+            problem += f"; the choices are numbered 1–{len(question.choices)}"
         raise InputError(f"answer to `{question.question}`: {problem}")
     return value
 
@@ -475,15 +478,19 @@ def checked_answer(question: Any, value: Any) -> Any:
 def _numbered_choice(value: Any, choices: Any) -> Any:
     """The choice ``value`` numbers (``2`` or ``"2"``: the second, as the terminal lists them
     from 1), else ``value`` as it is."""
-    if not isinstance(choices, list | tuple) or isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().isdigit():
-        number = int(value.strip())
-    elif isinstance(value, int):
-        number = value
-    else:
+    number = _choice_number(value)
+    if not isinstance(choices, list | tuple) or number is None:
         return value
     return choices[number - 1] if 1 <= number <= len(choices) else value
+
+
+def _choice_number(value: Any) -> int | None:
+    """The whole number ``value`` is (``2`` or ``"2"``), which may number a choice, or None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return value if isinstance(value, int) else None
 
 
 def _quoted_choice(value: Any, choices: Any) -> str | None:

@@ -37,3 +37,19 @@ def test_other_answers_are_refused_naming_the_choices(value):
     with pytest.raises(InputError) as caught:
         checked_answer(SHIP, value)
     assert 'is not one of "ship" | "hold"' in str(caught.value)
+
+
+@pytest.mark.parametrize("value", ["0", "3", 3])
+def test_a_number_past_the_choices_is_refused_saying_how_they_are_numbered(value):
+    # `flowc answer R ok 3` and `--answer ok=3` of two choices
+    with pytest.raises(InputError) as caught:
+        checked_answer(SHIP, value)
+    assert str(caught.value).endswith(
+        'is not one of "ship" | "hold"; the choices are numbered 1–2'
+    ), caught.value
+
+
+def test_a_word_that_is_no_choice_is_not_told_the_numbering():
+    with pytest.raises(InputError) as caught:
+        checked_answer(SHIP, "maybe")
+    assert "numbered" not in str(caught.value)
