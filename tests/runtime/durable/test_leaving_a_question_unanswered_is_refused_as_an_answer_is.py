@@ -76,29 +76,29 @@ def test_leaving_a_question_unanswered_is_refused_as_an_answer_is(
         (tmp_path / "flow.toml").write_text("")
     env = {**os.environ, "NO_COLOR": "1"}
     ran = subprocess.run(
-        flowc("run", "d.flow", "--durable", "--run-id", "d1"), cwd=tmp_path, capture_output=True
+        flowc("run", "d.flow", "--durable", "--run-id", "lu-d1"), cwd=tmp_path, capture_output=True
     )
     assert ran.returncode == 0, ran.stderr.decode()
     url = runs.database_for(load_config(tmp_path / "flow.toml"))
-    answered = start_flowc(tmp_path, "run", "a.flow", "--durable", "--run-id", "a1", env=env)
-    cancelled = start_flowc(tmp_path, "run", "a.flow", "--durable", "--run-id", "a2", env=env)
-    waiting = start_flowc(tmp_path, "run", "a.flow", "--durable", "--run-id", "a3", env=env)
+    answered = start_flowc(tmp_path, "run", "a.flow", "--durable", "--run-id", "lu-a1", env=env)
+    cancelled = start_flowc(tmp_path, "run", "a.flow", "--durable", "--run-id", "lu-a2", env=env)
+    waiting = start_flowc(tmp_path, "run", "a.flow", "--durable", "--run-id", "lu-a3", env=env)
 
     async def scenario() -> dict[str, tuple[str, str]]:
-        for run_id, proc in (("a1", answered), ("a2", cancelled), ("a3", waiting)):
+        for run_id, proc in (("lu-a1", answered), ("lu-a2", cancelled), ("lu-a3", waiting)):
             await _until_waiting(url, run_id, proc)
-        await runs.answer(url, "a1", "E0", 3)
+        await runs.answer(url, "lu-a1", "E0", 3)
         await asyncio.to_thread(_ended, answered)
-        await runs.cancel(url, "a2")
+        await runs.cancel(url, "lu-a2")
         await asyncio.to_thread(_ended, cancelled)
         said = {
-            "ok": await _refusals(url, "d1", "E0"),
-            "answered": await _refusals(url, "a1", "E0"),
-            "cancelled": await _refusals(url, "a2", "E0"),
+            "ok": await _refusals(url, "lu-d1", "E0"),
+            "answered": await _refusals(url, "lu-a1", "E0"),
+            "cancelled": await _refusals(url, "lu-a2", "E0"),
             "unknown": await _refusals(url, "nope", "E0"),
-            "elsewhere": await _refusals(url, "a3", "E9"),
+            "elsewhere": await _refusals(url, "lu-a3", "E9"),
         }
-        await runs.cancel(url, "a3")
+        await runs.cancel(url, "lu-a3")
         return said
 
     try:
@@ -112,14 +112,14 @@ def test_leaving_a_question_unanswered_is_refused_as_an_answer_is(
     for case, (unanswered, answer) in said.items():
         assert unanswered == answer, case  # the same words either way
     ended = "no question of it waits for an answer, at 'E0' or elsewhere"
-    assert said["ok"][0] == f"run d1 has ended (ok): {ended}"
-    assert said["cancelled"][0] == f"run a2 has ended (cancelled): {ended}"
+    assert said["ok"][0] == f"run lu-d1 has ended (ok): {ended}"
+    assert said["cancelled"][0] == f"run lu-a2 has ended (cancelled): {ended}"
     assert said["answered"][0] == (
-        "the question of run a1 at 'E0' was already answered (3): this answer was not taken"
+        "the question of run lu-a1 at 'E0' was already answered (3): this answer was not taken"
     )
     assert said["unknown"][0].startswith("no durable run 'nope' in ")
     assert said["elsewhere"][0].startswith(
-        "run a3 has no question waiting at 'E9' (waiting: s › n = ask · E0)"
+        "run lu-a3 has no question waiting at 'E9' (waiting: s › n = ask · E0)"
     )
 
 
@@ -128,12 +128,12 @@ def test_an_answer_by_name_to_a_cancelled_run_names_the_question_as_written(
 ) -> None:
     (tmp_path / "a.flow").write_text(ASKS)
     (tmp_path / "flow.toml").write_text("")
-    proc = start_flowc(tmp_path, "run", "a.flow", "--durable", "--run-id", "a2")
+    proc = start_flowc(tmp_path, "run", "a.flow", "--durable", "--run-id", "lu-a2")
     url = runs.database_for(load_config(tmp_path / "flow.toml"))
 
     async def cancel() -> None:
-        await _until_waiting(url, "a2", proc)
-        await runs.cancel(url, "a2")
+        await _until_waiting(url, "lu-a2", proc)
+        await runs.cancel(url, "lu-a2")
 
     try:
         asyncio.run(cancel())
@@ -143,9 +143,9 @@ def test_an_answer_by_name_to_a_cancelled_run_names_the_question_as_written(
             proc.kill()
         proc.communicate()
     refused: Any = subprocess.run(
-        flowc("answer", "a2", "n", "3"), cwd=tmp_path, capture_output=True
+        flowc("answer", "lu-a2", "n", "3"), cwd=tmp_path, capture_output=True
     )
     assert refused.returncode == 1
-    assert "run a2 has ended (cancelled): no question of it waits for an answer, at 'n' " in (
+    assert "run lu-a2 has ended (cancelled): no question of it waits for an answer, at 'n' " in (
         refused.stderr.decode()
     )

@@ -43,7 +43,9 @@ stage s -> Note {
 }
 """
 
-SAID = "run t1 cannot be taken up by this process: the environment variable SCRIPTED_API_KEY"
+SAID = (
+    "run keyless-t1 cannot be taken up by this process: the environment variable SCRIPTED_API_KEY"
+)
 
 
 def _status(project: Path, env: dict[str, str]) -> str:
@@ -51,7 +53,7 @@ def _status(project: Path, env: dict[str, str]) -> str:
         flowc("runs", "--json"), cwd=project, env=env, capture_output=True, timeout=120
     )
     assert done.returncode == 0, done.stderr.decode()
-    (run,) = [r for r in json.loads(done.stdout) if r["run_id"] == "t1"]
+    (run,) = [r for r in json.loads(done.stdout) if r["run_id"] == "keyless-t1"]
     return str(run["status"])
 
 
@@ -70,7 +72,7 @@ def test_a_keyless_worker_says_so_once_and_leaves_the_run_for_a_process_with_the
     )
     env = {**os.environ, "SCRIPTED_API_KEY": TEST_API_KEY, "NO_COLOR": "1"}
     keyless = {k: v for k, v in env.items() if k != "SCRIPTED_API_KEY"}
-    proc = start_flowc(tmp_path, "run", "--durable", "--run-id", "t1", "kt.flow", env=env)
+    proc = start_flowc(tmp_path, "run", "--durable", "--run-id", "keyless-t1", "kt.flow", env=env)
     try:
         deadline = time.monotonic() + 120
         while not (tmp_path / "napping").exists():
@@ -104,11 +106,11 @@ def test_a_keyless_worker_says_so_once_and_leaves_the_run_for_a_process_with_the
             worker.wait()
     said = log.read_text()
     assert said.count(SAID) == 1, said
-    assert "flowc resume t1" in said, said
+    assert "flowc resume keyless-t1" in said, said
     assert "Traceback" not in said, said
 
     resumed = subprocess.run(
-        flowc("resume", "t1"), cwd=tmp_path, env=env, capture_output=True, timeout=180
+        flowc("resume", "keyless-t1"), cwd=tmp_path, env=env, capture_output=True, timeout=180
     )
     assert resumed.returncode == 0, resumed.stderr.decode()[-3000:]
     assert json.loads(resumed.stdout) == {"note": "hi"}

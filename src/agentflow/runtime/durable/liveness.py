@@ -32,7 +32,7 @@ from typing import Any, NoReturn, TypeVar
 
 from agentflow.errors import FlowError, InputError, RunAborted, RunError
 from agentflow.runtime.durable.dbos_system import dbos_module, query_workflows
-from agentflow.runtime.durable.spec import untaken_message
+from agentflow.runtime.durable.run_info import untaken_message
 
 __all__ = [
     "WATCH_S",

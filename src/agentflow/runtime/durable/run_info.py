@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from agentflow.ir.models import Plan
 
 __all__ = [
+    "UNTAKEN_THEN",
     "Question",
     "RunInfo",
     "answer_name",
@@ -41,6 +42,7 @@ __all__ = [
     "split_closed",
     "found_in",
     "started_in",
+    "untaken_message",
 ]
 
 #: the directory the run a command acts on was started in, when the command found the run
@@ -460,3 +462,23 @@ def answer_command(run_id: str, name: str, value: str = "VALUE") -> str:
     words = [shlex.quote(run_id), shlex.quote(name)]
     dash = "-- " if any(w.startswith("-") for w in (run_id, name, value)) else ""
     return f"flowc answer {dash}{words[0]} {words[1]} {value}"
+
+
+#: what a worker or server says to do about a run it could not take up, per engine
+UNTAKEN_THEN = {
+    "dbos": "restart this process (a `flowc worker` under the same --name takes its work up "
+    "again), or stop it and `flowc resume {run}`",
+    "temporal": "any worker that can build it takes it up (Temporal hands its task on), or "
+    "`flowc resume {run}`",
+}
+
+
+def untaken_message(run_id: str, error: BaseException, engine: str = "dbos") -> str:
+    """What a process says of run ``run_id`` it cannot build (``error``: its ConfigError, a
+    plan that no longer loads …) and so leaves as it was, not ended (``engine``: ``dbos`` or
+    ``temporal``, which say what takes it up then: :data:`UNTAKEN_THEN`)."""
+    then = UNTAKEN_THEN[engine].format(run=run_id)
+    return (
+        f"run {run_id} cannot be taken up by this process: {error}. It is left as it was, not "
+        f"ended: once that is put right, {then}"
+    )

@@ -25,6 +25,7 @@ from agentflow.runtime.durable.records import (
     lost_start_message,
     start_lost_secret,
 )
+from agentflow.runtime.durable.run_info import untaken_message
 from agentflow.runtime.executor import run_plan
 from agentflow.runtime.model_needs import model_problem, plan_needs_model
 from agentflow.runtime.models.cassette import ReplayRouter
@@ -62,26 +63,6 @@ def new_run_id() -> str:
 
 #: The roles a durable question (``flowc ask --durable``) calls, whose keys it needs.
 ASK_ROLES = ("chat", "planner", "solver")
-
-
-#: what a worker or server says to do about a run it could not take up, per engine
-UNTAKEN_THEN = {
-    "dbos": "restart this process (a `flowc worker` under the same --name takes its work up "
-    "again), or stop it and `flowc resume {run}`",
-    "temporal": "any worker that can build it takes it up (Temporal hands its task on), or "
-    "`flowc resume {run}`",
-}
-
-
-def untaken_message(run_id: str, error: BaseException, engine: str = "dbos") -> str:
-    """What a process says of run ``run_id`` it cannot build (``error``: its ConfigError, a
-    plan that no longer loads …) and so leaves as it was, not ended (``engine``: ``dbos`` or
-    ``temporal``, which say what takes it up then: :data:`UNTAKEN_THEN`)."""
-    then = UNTAKEN_THEN[engine].format(run=run_id)
-    return (
-        f"run {run_id} cannot be taken up by this process: {error}. It is left as it was, not "
-        f"ended: once that is put right, {then}"
-    )
 
 
 def context_from_spec(
