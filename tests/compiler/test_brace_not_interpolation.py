@@ -114,3 +114,18 @@ def test_no_example_or_golden_program_warns() -> None:
     for path in files:
         found = [d for d in check_file(path).diagnostics if d.code == "brace-not-interpolation"]
         assert found == [], path
+
+
+def test_braces_in_a_test_blocks_constants_never_warn() -> None:
+    # a test's input, stubs and expected values are constants: `${…}` cannot be written there,
+    # so `{input.doc}` is data the test passes through on purpose
+    body = (
+        'stage s -> text {\n  return agent(w) {\n    task "Summarize ${input.doc}"\n'
+        "    tools none\n    expect text\n  }\n}\n"
+        'test "braces pass through" {\n'
+        '  input { doc: "Hello {input.doc}", name: "n", xs: [] }\n'
+        '  stub agent w returns "{input.doc} and {s}"\n'
+        '  expect s == "{input.doc} and {s}"\n}\n'
+    )
+    result = check_source(HEAD + body)
+    assert [d for d in result.diagnostics if d.severity != "hint"] == [], result.diagnostics

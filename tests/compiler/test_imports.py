@@ -333,7 +333,7 @@ def test_the_flow_header_may_follow_the_imports_only(tmp_path):
         (
             'import { Ticket } from "${x}.flow"\n',
             "an import path cannot contain `${…}` interpolation",
-            None,
+            'write the path as a plain string: `import { T } from "types.flow"`',
         ),
     ],
 )

@@ -585,7 +585,7 @@ def _fallback_hints(ck: CheckerShared, mark: int, expected: Type, guarded: ast.N
         what = "the guarded expression"
     for i in range(mark, len(ck.diags)):
         d = ck.diags[i]
-        if d.code == D.TYPE_MISMATCH and d.hint is None:
+        if d.code == D.TYPE_MISMATCH and D.replaceable(d.hint):
             ck.diags[i] = dataclasses.replace(
                 d,
                 hint=f"the fallback stands in for the value of {what}, of type "

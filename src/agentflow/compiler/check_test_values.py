@@ -123,7 +123,7 @@ def _fits(
             message=message,
             notes=notes + contract,
             hint=hint
-            or first.hint
+            or (None if D.replaceable(first.hint) else first.hint)
             or "update the stub to the contract, or the contract to the stub",
         )
     )

@@ -73,17 +73,21 @@ def check_tests(checker: CheckerShared, tests: list[ast.TestDecl], output_type: 
     checker.test_output_type = output_type
     calls = agent_calls(checker.stage_order, checker.types)
     seen: dict[str, ast.TestDecl] = {}
-    for test in tests:
-        if test.name in seen:
-            checker.report(
-                D.DUPLICATE_DEFINITION,
-                f'test "{test.name}" is defined twice',
-                test.name_span,
-                notes=[Note("first defined here", seen[test.name].name_span)],
-            )
-        else:
-            seen[test.name] = test
-        _check_test(checker, test, calls)
+    checker.in_tests = True
+    try:
+        for test in tests:
+            if test.name in seen:
+                checker.report(
+                    D.DUPLICATE_DEFINITION,
+                    f'test "{test.name}" is defined twice',
+                    test.name_span,
+                    notes=[Note("first defined here", seen[test.name].name_span)],
+                )
+            else:
+                seen[test.name] = test
+            _check_test(checker, test, calls)
+    finally:
+        checker.in_tests = False
 
 
 def const_type(checker: CheckerShared, e: ast.Expr) -> Type:

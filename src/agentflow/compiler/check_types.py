@@ -297,7 +297,7 @@ class TypeChecks(CheckerShared):
             for d in self.diags[before:]:
                 if d.span == value.span and d.message.startswith("expected `"):
                     d.message += f" {where}"
-                    if d.hint is None:
+                    if D.replaceable(d.hint):
                         d.hint = (
                             f"the whole `{whole}` is expected to be `{self.said(want)}`, so is "
                             f"{each}: change this one, or the expected type"
@@ -447,15 +447,24 @@ class TypeChecks(CheckerShared):
                 )
         return None
 
-    def _conversion_hint(self, expr: ast.Expr, got: Type, want: Type) -> str | None:
-        """The fix of a plain ``type-mismatch`` no other hint knows: a number or `bool` where
-        `text` is wanted (``"${…}"`` or ``to_text``), text where a number is (``parse_int`` /
-        ``parse_number``), one value where a list is (``[x]``); else None (the code's usual
-        hint, ``FALLBACK_HINTS``, is given last)."""
+    def _conversion_hint(self, expr: ast.Expr, got: Type, want: Type) -> D.WeakHint | None:
+        """The fix of a plain ``type-mismatch`` no other hint knows, said from the types alone
+        (a :class:`~agentflow.core.diagnostics.WeakHint`: a site that knows more replaces it);
+        else None (the code's usual hint, ``FALLBACK_HINTS``, is given last)."""
+        text = self._conversion_text(expr, got, want)
+        return D.WeakHint(text) if text else None
+
+    def _conversion_text(self, expr: ast.Expr, got: Type, want: Type) -> str | None:
+        """A number or `bool` where `text` is wanted (``"${…}"`` or ``to_text``; a literal
+        written as text), text where a number is (``parse_int`` / ``parse_number``), one value
+        where a list is (``[x]``); else None."""
         want_r = self.env.resolve(strip_optional(want, self.env))
         got_w = widen(self.env.resolve(strip_optional(got, self.env)))
         x = self.source_text(expr)
         text_wanted = assignable(TEXT, want_r, self.env)
+        if text_wanted and isinstance(expr, ast.NumberLit | ast.BoolLit):
+            value = str(expr.value).lower() if isinstance(expr, ast.BoolLit) else expr.value
+            return f'text is written in quotes: `"{value}"`'
         if text_wanted and (is_numeric(got_w, self.env) or got_w == BOOL):
             return f'a value becomes text inside a string: `"${{{x}}}"` (or `to_text({x})`)'
         if want_r in (INT, NUMBER) and is_textual(got_w, self.env):

@@ -282,6 +282,7 @@ FALLBACK_HINTS: dict[str, str] = {
     RESERVED_NAME: "choose another name: this word is a keyword of `.flow`",
     FUNCTION_AS_VALUE: "call the function: `f(x)`",
     INVALID_VALUE: "give a value within the allowed range",
+    INVALID_ARGUMENT: "give an argument the function accepts: docs/reference/functions.md says each",
     INVALID_CONSTRAINT: "use a constraint that applies to this type (docs/reference/types.md)",
     EFFECTFUL_GATE: "compute the effect first with `let`, then test the value",
     UNSUPPORTED_CONSTRUCT: "write it another way (docs/reference/statements.md)",
@@ -339,7 +340,7 @@ def fallback_hint(code: str, message: str) -> str | None:
             m = re.match(pattern, message)
             if m is not None:
                 return hint.format(*m.groups())
-        return "write it as docs/reference/ shows the construct (`flowc fmt` lays out valid code)"
+        return "compare the line with the construct's form in docs/reference/ (this code's section of docs/diagnostics.md shows one)"
     return FALLBACK_HINTS.get(code)
 
 
@@ -348,6 +349,14 @@ _SYNTAX_FALLBACKS: list[tuple[str, str]] = [
     (r"unexpected character (`.+`)$", "remove {0}: outside a string it has no meaning in `.flow`"),
     (r"unterminated string", 'close the string: `"` on the same line, `"""` for several lines'),
     (r"unterminated comment", "close the comment with `*/`"),
+    (
+        r"unknown escape `\\(.)`",
+        "a backslash that stays is written twice: `\\\\{0}` (as a regular expression wants)",
+    ),
+    (
+        r"an import path cannot contain",
+        'write the path as a plain string: `import {{ T }} from "types.flow"`',
+    ),
     (r"unexpected (`.+?`): there is no open", "remove {0}, or open what it closes"),
     (r"the (`.+?`) header must be the first", "move {0} to the top of the file"),
     (r"expected (.+?),? found (.+)$", "write {0} here (found {1})"),
@@ -441,6 +450,18 @@ class Replacement:
     #: whether an editor may apply it on its own (LSP ``isPreferred``): not when the hint
     #: leaves a choice (an undeclared agent may be a slip of another name)
     preferred: bool = True
+
+
+class WeakHint(str):
+    """A hint said from the types alone (``"${x}"`` for a number where text goes): the checker
+    gives it where nothing knows more, and a site that knows why the value is expected there
+    (a `catch` fallback, a stub, an arm of a conditional) replaces it (:func:`replaceable`)."""
+
+
+def replaceable(hint: str | None) -> bool:
+    """Whether a site may put its own hint in place of ``hint``: there is none, or it is a
+    :class:`WeakHint`."""
+    return hint is None or isinstance(hint, WeakHint)
 
 
 class FixedHint(str):
