@@ -129,3 +129,13 @@ def test_braces_in_a_test_blocks_constants_never_warn() -> None:
     )
     result = check_source(HEAD + body)
     assert [d for d in result.diagnostics if d.severity != "hint"] == [], result.diagnostics
+
+
+def test_braces_in_a_match_pattern_never_warn() -> None:
+    # a pattern is compared, never sent, and cannot hold `${…}`
+    text = (
+        'flow t\ninput { name: text, style: "{name}" | "plain" }\n'
+        "stage s -> text {\n  let name = input.name\n"
+        '  return match input.style { "{name}" => "braced ${name}", "plain" => name }\n}\n'
+    )
+    assert check_source(text).diagnostics == []

@@ -87,3 +87,34 @@ def test_a_model_written_on_the_agent_is_checked_too(project: Path) -> None:
     (project / "w.flow").write_text(written.replace("agent(writer)", "agent(helper)"))
     plan = api.load(project / "w.flow")
     assert plan_model_refs(config, plan) == ("chat", "second:m3")
+
+
+def test_a_written_model_wins_over_the_profile_whose_key_is_then_not_needed(
+    project: Path,
+) -> None:
+    # `agent(writer) { … model "first:m" … }`: the profile's `second:m2` is never called
+    config = load_config(project / "flow.toml")
+    (project / "o.flow").write_text(
+        FLOW.replace('task "hi" tools none', 'task "hi" model "first:m" tools none')
+    )
+    plan = api.load(project / "o.flow")
+    assert plan_model_refs(config, plan) == ("chat", "first:m")
+    assert model_problem(config, plan=plan) is None
+
+
+def test_a_teams_main_needs_only_its_main_members_model(project: Path) -> None:
+    team = (
+        '[teams.dev]\nmain = "lead"\n'
+        '[teams.dev.members.lead]\nmodel = "first:lead"\n'
+        '[teams.dev.members.backend]\nmodel = "second:back"\n'
+    )
+    (project / "flow.toml").write_text(CONFIG + team)
+    config = load_config(project / "flow.toml")
+    flow = (
+        'use team "dev" as dev\ntype Note { note: text }\n'
+        'stage b -> Note { agent(dev.main) { task "hi" tools none expect Note } }\n'
+    )
+    (project / "t.flow").write_text(flow)
+    assert plan_model_refs(config, api.load(project / "t.flow")) == ("chat", "first:lead")
+    (project / "u.flow").write_text(flow.replace("dev.main", 'dev.member("backend")'))
+    assert plan_model_refs(config, api.load(project / "u.flow")) == ("chat", "second:back")

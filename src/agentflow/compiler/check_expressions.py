@@ -179,7 +179,7 @@ class ExpressionChecks(CheckerShared):
         return t
 
     def visit_StringLit(self, e: ast.StringLit, hint: Type | None) -> Type:
-        if e.braces and not self.in_tests:
+        if e.braces and not self.constant_strings:
             self._braces_not_interpolation(e)
         if e.is_plain:
             return LiteralType(e.text, fresh=True)

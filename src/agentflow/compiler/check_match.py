@@ -165,7 +165,11 @@ class MatchChecks(CheckerShared):
         """Type the pattern ``p`` against the subject's type ``st`` as ``subject == p`` is
         checked: a literal no value of ``st`` equals is ``no-overlap``, one of another kind
         ``type-mismatch``; its key, or None when it was reported."""
-        pt = self.infer(p)
+        was, self.constant_strings = self.constant_strings, True
+        try:
+            pt = self.infer(p)
+        finally:
+            self.constant_strings = was
         if isinstance(pt, ErrorType):
             return None
         ls, ps = strip_optional(st, self.env), strip_optional(pt, self.env)

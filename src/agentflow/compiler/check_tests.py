@@ -73,7 +73,7 @@ def check_tests(checker: CheckerShared, tests: list[ast.TestDecl], output_type: 
     checker.test_output_type = output_type
     calls = agent_calls(checker.stage_order, checker.types)
     seen: dict[str, ast.TestDecl] = {}
-    checker.in_tests = True
+    checker.constant_strings = True
     try:
         for test in tests:
             if test.name in seen:
@@ -87,7 +87,7 @@ def check_tests(checker: CheckerShared, tests: list[ast.TestDecl], output_type: 
                 seen[test.name] = test
             _check_test(checker, test, calls)
     finally:
-        checker.in_tests = False
+        checker.constant_strings = False
 
 
 def const_type(checker: CheckerShared, e: ast.Expr) -> Type:

@@ -121,9 +121,10 @@ class CheckerShared:
     tests: list[ast.TestDecl]
     #: the flow's output type as a test's ``expect`` sees it (set by check_tests.check_tests)
     test_output_type: Type
-    #: while the test blocks are checked: their strings are constants (data a test passes
-    #: through, which may hold ``{x}`` on purpose), never read as a misspelt ``${x}``
-    in_tests: bool = False
+    #: while a test block or a `match` pattern is checked: its strings are constants (data a
+    #: test passes through, a value compared; they may hold ``{x}`` on purpose, and cannot
+    #: hold ``${x}``), never read as a misspelt ``${x}``
+    constant_strings: bool = False
     tool_calls: set[int]
     tool_decls: dict[str, ToolSig]
     tools: dict[str, ToolSig]

@@ -5,6 +5,7 @@ which agents call one (each may name its own ``[agents.NAME] model``), and the o
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from agentflow.ir.models import Plan, Step
@@ -82,12 +83,18 @@ def plan_model_users(plan: Plan) -> tuple[list[str], bool]:
     return sorted(found), other
 
 
+#: a member named by a string literal in a plan: ``{{ "backend" }}`` (or written plain, ``backend``)
+_LITERAL_MEMBER = re.compile(r'\{\{\s*"([^"\\{}]*)"\s*\}\}|([^{}]+)')
+
+
 def plan_model_refs(config: Config, plan: Plan) -> tuple[str, ...]:
     """The model references ``plan`` (sub-plans included) may call on ``config``, whose
     providers' keys a run needs before its first step: the ``chat`` role (an agent without
     a model of its own), then in the order first met each model an agent names itself — its
-    ``[agents.NAME] model``, a team's members' ``model``, an agent step's written ``model "…"``
-    (a computed one is known only when the step runs) — and the ``judge`` role (a judged
+    ``[agents.NAME] model`` (unless the step writes its own ``model "…"``, which wins; a
+    computed one is known only when the step runs), the ``model`` of the team member a step
+    calls (``team.main``'s main member, a member named as written; every member for a computed
+    one) — and the ``judge`` role (a judged
     ``filter``, a ``verify`` judge) and ``solver`` role (a solver finish) when used. The
     ``repair`` role, called only for an answer that does not conform, is not among them. A reference that does not resolve is left to the router to report."""
     refs: list[str] = ["chat"]
@@ -100,16 +107,24 @@ def plan_model_refs(config: Config, plan: Plan) -> tuple[str, ...]:
         if isinstance(value, Step):
             inp = value.input if isinstance(value.input, dict) else {}
             if value.tool_name in _MODEL_STEPS:
-                add(inp.get("model"))
                 target = inp.get("agent")
                 kind = target.get("kind") if isinstance(target, dict) else None
-                if isinstance(target, dict) and kind == "alias":
+                if inp.get("model") is not None:
+                    add(inp.get("model"))  # the step's own `model "…"` wins over any profile's
+                elif isinstance(target, dict) and kind == "alias":
                     profile = config.agents.get(str(target.get("name")))
                     add(profile.model if profile is not None else None)
                 elif isinstance(target, dict) and kind in ("team.main", "team.member"):
                     team = config.teams.get(str(target.get("team")))
-                    for member in team.members.values() if team is not None else ():
-                        add(member.model)
+                    named = team.main if team is not None and kind == "team.main" else None
+                    if kind == "team.member" and isinstance(target.get("member"), str):
+                        # `dev.member("backend")` compiles to `{{ "backend" }}`; a computed
+                        # member may be any of them
+                        written = _LITERAL_MEMBER.fullmatch(str(target["member"]))
+                        named = (written.group(1) or written.group(2)) if written else None
+                    for name, member in team.members.items() if team is not None else ():
+                        if named is None or name == named:
+                            add(member.model)
             visit(value.input)
         elif isinstance(value, dict):
             if "infer" in value or "judges" in value:
