@@ -582,20 +582,27 @@ class StatementChecks(CheckerShared):
         body is then checked against the joined type.  Trials nest (a ``reduce`` from ``[]``
         in one) at most :data:`_MAX_TRIALS` deep, so the passes stay few; deeper, ``init`` is
         the type."""
-        if self.settling >= _MAX_TRIALS:
+        bt = self.trial_body(e, elem, init)
+        if bt is None:
             return init
+        return join([init, widen(bt)], self.env)
+
+    def trial_body(self, e: ast.ReduceExpr | ast.LoopExpr, elem: Type, acc_t: Type) -> Type | None:
+        """What the body of ``e`` gives with its accumulator typed ``acc_t``, its diagnostics
+        dropped (a trial pass); None when it gives an error or trials are already
+        :data:`_MAX_TRIALS` deep."""
+        if self.settling >= _MAX_TRIALS:
+            return None
         mark = len(self.diags)
         self.settling += 1
-        self.open_acc_scope(e, elem, init)
+        self.open_acc_scope(e, elem, acc_t)
         try:
             bt = self.body(e.body, None, e.span, "the body")
         finally:
             self.pop_scope()
             self.settling -= 1
             del self.diags[mark:]
-        if isinstance(bt, ErrorType):
-            return init
-        return join([init, widen(bt)], self.env)
+        return None if isinstance(bt, ErrorType) else bt
 
     def open_acc_scope(self, e: ast.ReduceExpr, elem: Type, acc_t: Type) -> None:
         """A new scope with a ``reduce``'s element and accumulator (``index`` too) or a
@@ -643,18 +650,8 @@ class StatementChecks(CheckerShared):
         something else (tried as :meth:`settle_acc` tries, its diagnostics dropped); then one
         ``type-mismatch`` at the initial value, with the annotation that fixes it
         (``acc: int? = null``), and the annotated type, so the body adds no error of its own."""
-        if self.settling >= _MAX_TRIALS:
-            return NULL
-        mark = len(self.diags)
-        self.settling += 1
-        self.open_acc_scope(e, elem, NULL)
-        try:
-            bt = self.body(e.body, None, e.span, "the body")
-        finally:
-            self.pop_scope()
-            self.settling -= 1
-            del self.diags[mark:]
-        if isinstance(bt, ErrorType):
+        bt = self.trial_body(e, elem, NULL)
+        if bt is None:
             return NULL
         annotated = join([NULL, widen(bt)], self.env)
         if annotated == NULL:
