@@ -8,37 +8,18 @@ built the run inside its root and ended it `error` for good."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 from mcp.types import ElicitResult
-from support.npm_tools import free_port, wait_for_port
+from support.npm_tools import free_port
+from support.served_durable import FLOWC, KEY, PAINT, call_killed_while_asked, session, start_served
 
 from agentflow.runtime.durable.runs import run_alive
 
-FLOWC = Path(sys.executable).parent / "flowc"
-KEY = "io.agentflow/idempotency-key"
 RUN = "mcp-paint-job-1"
-
-PAINT = """/// Note the wall, then ask for its colour.
-flow paint
-input { wall: text }
-output { wall: text, colour: text }
-
-extern tool user__note(text: text) -> text
-
-stage main {
-  let noted = user__note(text: input.wall)
-  let colour = ask "Which colour for the ${noted} wall?" expect "blue" | "green" | "white" default "white"
-  return { wall: noted, colour: colour }
-}
-"""
 
 NOTES_PY = '''def note(text: str, ctx) -> str:
     """Append the text to notes.txt in the workspace, return it."""
@@ -49,13 +30,7 @@ NOTES_PY = '''def note(text: str, ctx) -> str:
 
 
 def _start(directory: Path, port: int, log: Path) -> subprocess.Popen:
-    proc = subprocess.Popen(
-        [str(FLOWC), "serve", "--mcp", str(directory), "--durable", "--http", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=log.open("ab"),
-    )
-    wait_for_port(port, proc, timeout=90)  # a loaded machine: flowc compiles, DBOS starts
-    return proc
+    return start_served(directory, port, stderr=log.open("ab"))
 
 
 def _status(directory: Path) -> str:
@@ -81,33 +56,13 @@ async def test_a_restarted_server_leaves_a_run_it_cannot_build_stopped_for_one_t
     url = f"http://127.0.0.1:{port}/mcp"
     database = f"sqlite:///{served / '.flowc' / 'durable.sqlite'}"
     first = _start(served, port, log)
-    asked = asyncio.Event()
-
-    async def kill_while_asked(context, params):
-        first.send_signal(signal.SIGKILL)  # mid-run: the note is recorded, the ask waits
-        asked.set()
-        await asyncio.sleep(30)
-        return ElicitResult(action="cancel")
-
-    async def call_then_die() -> None:
-        async with (
-            streamable_http_client(url) as (r, w),
-            ClientSession(r, w, elicitation_callback=kill_while_asked) as session,
-        ):
-            await session.initialize()
-            await session.call_tool("paint", {"wall": "north"}, meta={KEY: "job-1"})
 
     async def answer_blue(context, params):
         return ElicitResult(action="accept", content={"answer": "blue"})
 
     servers = [first]
     try:
-        call = asyncio.ensure_future(call_then_die())
-        await asyncio.wait_for(asked.wait(), 20)
-        first.wait(5)
-        call.cancel()
-        with contextlib.suppress(BaseException):
-            await call
+        await call_killed_while_asked(url, first)
 
         (served / "notes.py").rename(tmp_path / "notes.py")  # what the run needs is gone
         second = _start(served, port, log)
@@ -117,12 +72,8 @@ async def test_a_restarted_server_leaves_a_run_it_cannot_build_stopped_for_one_t
                 break
             await asyncio.sleep(0.1)
         assert not run_alive(database, RUN)  # not held: `stopped`, for `flowc resume`
-        async with (
-            streamable_http_client(url) as (r, w),
-            ClientSession(r, w, elicitation_callback=answer_blue) as session,
-        ):
-            await session.initialize()
-            refused = await session.call_tool("paint", {"wall": "north"}, meta={KEY: "job-1"})
+        async with session(url, answer_blue) as client:
+            refused = await client.call_tool("paint", {"wall": "north"}, meta={KEY: "job-1"})
         assert refused.is_error is True
         said = refused.content[0].text
         assert f"run {RUN} cannot be taken up by this process" in said, said
@@ -136,12 +87,8 @@ async def test_a_restarted_server_leaves_a_run_it_cannot_build_stopped_for_one_t
         (tmp_path / "notes.py").rename(served / "notes.py")  # put right: a server takes it up
         third = _start(served, port, log)
         servers.append(third)
-        async with (
-            streamable_http_client(url) as (r, w),
-            ClientSession(r, w, elicitation_callback=answer_blue) as session,
-        ):
-            await session.initialize()
-            result = await session.call_tool("paint", {"wall": "north"}, meta={KEY: "job-1"})
+        async with session(url, answer_blue) as client:
+            result = await client.call_tool("paint", {"wall": "north"}, meta={KEY: "job-1"})
         assert result.is_error is False, result.content
         assert result.structured_content == {"wall": "north", "colour": "blue"}
         assert (served / "notes.txt").read_text() == "north\n"  # the note was not run again

@@ -10,38 +10,17 @@ gets the run's result."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 from mcp.types import ElicitResult
-from support.npm_tools import free_port, wait_for_port
+from support.npm_tools import free_port
+from support.served_durable import KEY, PAINT, call_killed_while_asked, session, start_served
 
 from agentflow.runtime.config import load_config
 from agentflow.runtime.durable import runs
 from agentflow.runtime.durable.runs import run_alive
-
-FLOWC = Path(sys.executable).parent / "flowc"
-KEY = "io.agentflow/idempotency-key"
-
-PAINT = """/// Note the wall, then ask for its colour.
-flow paint
-input { wall: text }
-output { wall: text, colour: text }
-
-extern tool user__note(text: text) -> text
-
-stage main {
-  let noted = user__note(text: input.wall)
-  let colour = ask "Which colour for the ${noted} wall?" expect "blue" | "green" | "white" default "white"
-  return { wall: noted, colour: colour }
-}
-"""
 
 NAP = """/// Nap, then note it.
 flow nap
@@ -85,51 +64,19 @@ def served(tmp_path: Path) -> Path:
     return d
 
 
-def start(directory: Path, port: int) -> subprocess.Popen:
-    proc = subprocess.Popen(
-        [str(FLOWC), "serve", "--mcp", str(directory), "--durable", "--http", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    wait_for_port(port, proc, timeout=90)  # a loaded machine: flowc compiles, DBOS starts
-    return proc
-
-
 async def test_a_killed_server_resumes_the_run_and_the_same_key_gets_its_result(served):
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
-    first = start(served, port)
-    asked = asyncio.Event()
+    first = start_served(served, port)
     questions: list[str] = []
-
-    async def kill_while_asked(context, params):
-        questions.append(params.message)
-        first.send_signal(signal.SIGKILL)  # mid-run: the note is recorded, the ask waits
-        asked.set()
-        await asyncio.sleep(30)
-        return ElicitResult(action="cancel")
-
-    async def call_then_die() -> None:
-        async with (
-            streamable_http_client(url) as (r, w),
-            ClientSession(r, w, elicitation_callback=kill_while_asked) as session,
-        ):
-            await session.initialize()
-            await session.call_tool("paint", {"wall": "north"}, meta={KEY: "job-1"})
-
     try:
-        call = asyncio.ensure_future(call_then_die())
-        await asyncio.wait_for(asked.wait(), 20)
-        first.wait(5)
-        call.cancel()
-        with contextlib.suppress(BaseException):
-            await call
+        await call_killed_while_asked(url, first, questions=questions)
         assert questions == ["Which colour for the north wall?"]
         assert (served / "notes.txt").read_text() == "north\n"
 
         database = f"sqlite:///{served / '.flowc' / 'durable.sqlite'}"
         assert not run_alive(database, "mcp-paint-job-1")  # its process died: `stopped`
-        second = start(served, port)
+        second = start_served(served, port)
         try:
             # the new server resumed the run at start-up and holds it (`flowc runs`: running)
             assert run_alive(database, "mcp-paint-job-1")
@@ -139,17 +86,13 @@ async def test_a_killed_server_resumes_the_run_and_the_same_key_gets_its_result(
                 answers.append(params.message)
                 return ElicitResult(action="accept", content={"answer": "blue"})
 
-            async with (
-                streamable_http_client(url) as (r, w),
-                ClientSession(r, w, elicitation_callback=answer_blue) as session,
-            ):
-                await session.initialize()
+            async with session(url, answer_blue) as client:
                 progress: list[tuple[float, float | None, str | None]] = []
 
                 async def on_progress(value, total, message):
                     progress.append((value, total, message))
 
-                result = await session.call_tool(
+                result = await client.call_tool(
                     "paint", {"wall": "north"}, meta={KEY: "job-1"}, progress_callback=on_progress
                 )
                 assert result.is_error is False, result.content
@@ -163,33 +106,33 @@ async def test_a_killed_server_resumes_the_run_and_the_same_key_gets_its_result(
                 assert (served / "notes.txt").read_text() == "north\n"
 
                 # the same key again: the recorded result at once, nothing asked or run
-                again = await session.call_tool("paint", {"wall": "north"}, meta={KEY: "job-1"})
+                again = await client.call_tool("paint", {"wall": "north"}, meta={KEY: "job-1"})
                 assert again.structured_content == {"wall": "north", "colour": "blue"}
                 assert len(answers) == 1
                 # the same key with other arguments is refused; a malformed key too
-                other = await session.call_tool("paint", {"wall": "east"}, meta={KEY: "job-1"})
+                other = await client.call_tool("paint", {"wall": "east"}, meta={KEY: "job-1"})
                 assert other.is_error is True
                 assert "with other arguments" in other.content[0].text
-                bad = await session.call_tool("paint", {"wall": "east"}, meta={KEY: "a/b"})
+                bad = await client.call_tool("paint", {"wall": "east"}, meta={KEY: "a/b"})
                 assert bad.is_error is True and "idempotency key" in bad.content[0].text
                 assert (served / "notes.txt").read_text() == "north\n"
 
                 # a client's cancellation cancels the durable run (as `flowc cancel`: the
                 # nap in flight finishes, the note after it never runs); the same key says so
                 nap = {"seconds": 2}
-                call = asyncio.ensure_future(session.call_tool("nap", nap, meta={KEY: "nap-1"}))
+                call = asyncio.ensure_future(client.call_tool("nap", nap, meta={KEY: "nap-1"}))
                 await asyncio.sleep(1)
                 call.cancel()
                 with pytest.raises(asyncio.CancelledError):
                     await call
-                ended = await session.call_tool("nap", nap, meta={KEY: "nap-1"})
+                ended = await client.call_tool("nap", nap, meta={KEY: "nap-1"})
                 assert ended.is_error is True and "cancelled" in ended.content[0].text
                 assert (served / "notes.txt").read_text() == "north\n"
 
                 # two calls with one new key at once: one run, and both get its result
                 short = {"seconds": 0.5}
                 both = await asyncio.gather(
-                    *(session.call_tool("nap", short, meta={KEY: "nap-2"}) for _ in range(2))
+                    *(client.call_tool("nap", short, meta={KEY: "nap-2"}) for _ in range(2))
                 )
                 assert [b.content[0].text for b in both] == ["after the nap"] * 2
                 assert (served / "notes.txt").read_text() == "north\nafter the nap\n"
@@ -215,32 +158,11 @@ async def test_on_temporal_a_killed_server_s_run_goes_on_and_the_same_key_gets_i
     )
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
-    first = start(served, port)
-    asked = asyncio.Event()
-
-    async def kill_while_asked(context, params):
-        first.send_signal(signal.SIGKILL)
-        asked.set()
-        await asyncio.sleep(30)
-        return ElicitResult(action="cancel")
-
-    async def call_then_die() -> None:
-        async with (
-            streamable_http_client(url) as (r, w),
-            ClientSession(r, w, elicitation_callback=kill_while_asked) as session,
-        ):
-            await session.initialize()
-            await session.call_tool("paint", {"wall": "north"}, meta={KEY: "job-1"})
-
+    first = start_served(served, port)
     try:
-        call = asyncio.ensure_future(call_then_die())
-        await asyncio.wait_for(asked.wait(), 60)
-        first.wait(5)
-        call.cancel()
-        with contextlib.suppress(BaseException):
-            await call
+        await call_killed_while_asked(url, first, within=60)
         assert (served / "notes.txt").read_text() == "north\n"
-        second = start(served, port)
+        second = start_served(served, port)
         try:
             answers: list[str] = []
 
@@ -248,24 +170,20 @@ async def test_on_temporal_a_killed_server_s_run_goes_on_and_the_same_key_gets_i
                 answers.append(params.message)
                 return ElicitResult(action="accept", content={"answer": "blue"})
 
-            async with (
-                streamable_http_client(url) as (r, w),
-                ClientSession(r, w, elicitation_callback=answer_blue) as session,
-            ):
-                await session.initialize()
-                result = await session.call_tool("paint", {"wall": "north"}, meta={KEY: "job-1"})
+            async with session(url, answer_blue) as client:
+                result = await client.call_tool("paint", {"wall": "north"}, meta={KEY: "job-1"})
                 assert result.is_error is False, result.content
                 assert result.structured_content == {"wall": "north", "colour": "blue"}
                 assert result.meta == {"io.agentflow/run": "mcp-paint-job-1"}
                 assert answers == ["Which colour for the north wall?"]
                 assert (served / "notes.txt").read_text() == "north\n"  # not run again
-                again = await session.call_tool("paint", {"wall": "north"}, meta={KEY: "job-1"})
+                again = await client.call_tool("paint", {"wall": "north"}, meta={KEY: "job-1"})
                 assert again.structured_content == {"wall": "north", "colour": "blue"}
-                other = await session.call_tool("paint", {"wall": "east"}, meta={KEY: "job-1"})
+                other = await client.call_tool("paint", {"wall": "east"}, meta={KEY: "job-1"})
                 assert other.is_error is True and "with other arguments" in other.content[0].text
                 # a client's cancellation cancels the run (Temporal cancellation)
                 nap = {"seconds": 5}
-                call = asyncio.ensure_future(session.call_tool("nap", nap, meta={KEY: "nap-1"}))
+                call = asyncio.ensure_future(client.call_tool("nap", nap, meta={KEY: "nap-1"}))
                 database = runs.database_for(load_config(served / "flow.toml"))
                 while not any(r.run_id == "mcp-nap-nap-1" for r in await runs.list_runs(database)):
                     await asyncio.sleep(0.1)  # the run started (a loaded server takes a while)
@@ -273,7 +191,7 @@ async def test_on_temporal_a_killed_server_s_run_goes_on_and_the_same_key_gets_i
                 call.cancel()
                 with pytest.raises(asyncio.CancelledError):
                     await call
-                ended = await session.call_tool("nap", nap, meta={KEY: "nap-1"})
+                ended = await client.call_tool("nap", nap, meta={KEY: "nap-1"})
                 assert ended.is_error is True and "cancelled" in ended.content[0].text
                 assert (served / "notes.txt").read_text() == "north\n"
             assert answers == ["Which colour for the north wall?"]

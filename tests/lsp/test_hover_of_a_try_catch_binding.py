@@ -4,13 +4,8 @@ reaches its ``as err`` (docs/editors.md)."""
 
 from __future__ import annotations
 
-import sys
-
 import pytest
-from support.lsp_editor import errors, opened
-
-from agentflow.lsp.client import LspClient
-from agentflow.lsp.positions import LineIndex
+from support.lsp_editor import editing, position
 
 MAIN = """\
 extern tool fetch(url: text) -> text
@@ -27,21 +22,12 @@ stage s -> text {
 
 @pytest.fixture(scope="module")
 def editor(tmp_path_factory):
-    root = tmp_path_factory.mktemp("trycatch")
-    (root / "main.flow").write_text(MAIN, encoding="utf-8")
-    c = LspClient([sys.executable, "-m", "agentflow", "lsp"])
-    c.initialize(options={"debounce_ms": 0})
-    uri = (root / "main.flow").as_uri()
-    assert errors(opened(c, uri, MAIN)) == []
-    try:
-        yield c, uri
-    finally:
-        c.close()
+    with editing(tmp_path_factory.mktemp("trycatch"), {"main.flow": MAIN}) as session:
+        yield session
 
 
 def _at(needle: str) -> dict:
-    line, char = LineIndex(MAIN, "utf-16").position(MAIN.index(needle))
-    return {"line": line, "character": char}
+    return position(MAIN, needle)
 
 
 @pytest.mark.parametrize("needle", ["err.message", "err {"])

@@ -7,13 +7,10 @@ generic library function's result instantiated with those names."""
 
 from __future__ import annotations
 
-import sys
-
 import pytest
-from support.lsp_editor import errors, opened
+from support.lsp_editor import editing, position
 
 from agentflow.lsp.client import LspClient
-from agentflow.lsp.positions import LineIndex
 
 LIB = """\
 type Severity = "low" | "medium" | "high"
@@ -51,24 +48,15 @@ stage s -> int {
 
 @pytest.fixture(scope="module")
 def editor(tmp_path_factory):
-    root = tmp_path_factory.mktemp("inferred")
-    (root / "lib.flow").write_text(LIB, encoding="utf-8")
-    (root / "main.flow").write_text(MAIN, encoding="utf-8")
-    c = LspClient([sys.executable, "-m", "agentflow", "lsp"])
-    c.initialize(options={"debounce_ms": 0})
-    uri = (root / "main.flow").as_uri()
-    assert errors(opened(c, uri, MAIN)) == []
-    try:
-        yield c, uri
-    finally:
-        c.close()
+    files = {"lib.flow": LIB, "main.flow": MAIN}
+    with editing(tmp_path_factory.mktemp("inferred"), files) as session:
+        yield session
 
 
 def hover_at(c: LspClient, uri: str, needle: str, delta: int = 0) -> str | None:
-    line, char = LineIndex(MAIN, "utf-16").position(MAIN.index(needle) + delta)
     got = c.request(
         "textDocument/hover",
-        {"textDocument": {"uri": uri}, "position": {"line": line, "character": char}},
+        {"textDocument": {"uri": uri}, "position": position(MAIN, needle, delta)},
     )
     if got is None:
         return None
@@ -109,18 +97,15 @@ def test_an_inferred_type_is_shown_in_the_names_the_program_wrote(editor, needle
 def test_a_generic_library_call_hovers_what_it_gives_here(editor):
     """`unique<T>(xs: T[]) -> T[]` called on a `Level[]`: the hover says it gives `Level[]`."""
     c, uri = editor
-    line, char = LineIndex(MAIN, "utf-16").position(MAIN.index("unique("))
     got = c.request(
-        "textDocument/hover",
-        {"textDocument": {"uri": uri}, "position": {"line": line, "character": char}},
+        "textDocument/hover", {"textDocument": {"uri": uri}, "position": position(MAIN, "unique(")}
     )
     shown = got["contents"]["value"]
     assert shown.startswith("```flow\n(function) unique<T>(xs: T[]")
     assert "here it gives `Level[]`" in shown
-    line, char = LineIndex(MAIN, "utf-16").position(MAIN.index("len(sevs)"))
     got = c.request(
         "textDocument/hover",
-        {"textDocument": {"uri": uri}, "position": {"line": line, "character": char}},
+        {"textDocument": {"uri": uri}, "position": position(MAIN, "len(sevs)")},
     )
     assert "here it gives" not in got["contents"]["value"]  # `len` is not generic
 
@@ -137,10 +122,7 @@ def test_completion_and_the_outline_show_types_by_the_names_written(editor):
     typing = uri.replace("main.flow", "typing.flow")
     text = MAIN.replace("let lv = input.box.lvl", "let lv = input.box.")
     c.open(typing, text)
-    line, char = LineIndex(text, "utf-16").position(text.index("input.box.") + len("input.box."))
-    got = c.request(
-        "textDocument/completion",
-        {"textDocument": {"uri": typing}, "position": {"line": line, "character": char}},
-    )
+    at = position(text, "input.box.", len("input.box."))
+    got = c.request("textDocument/completion", {"textDocument": {"uri": typing}, "position": at})
     details = {i["label"]: i.get("detail") for i in got["items"]}
     assert details["sev"] == "Sev" and details["lvl"] == "Level?" and details["pair"] == "Pair"

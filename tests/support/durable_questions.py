@@ -71,6 +71,38 @@ def start_flowc(
     )
 
 
+#: a flow that naps in the tool ``user__nap`` (of a `tools.py` the test writes), then asks
+#: its agent ``helper`` for a ``Note``: a run to kill mid-tool (:func:`kill_when_started`)
+NAPPING = """\
+flow kt "t"
+extern tool user__nap(s: number) -> text
+use agent "helper" as helper
+type Note { note: text }
+stage s -> Note {
+  let a = user__nap(s: 120.0)
+  return agent(helper) { task "say ${a}" tools none expect Note }
+}
+"""
+
+
+def kill_when_started(
+    cwd: Path, marker: str, *args: str, env: dict[str, str] | None = None
+) -> None:
+    """Start ``flowc ARGS`` in ``cwd``, wait (up to 120 s) for its tool to write the file
+    ``marker`` there, then kill the process: the run is left mid-tool.  A process that exits
+    first fails the test with its stderr."""
+    proc = start_flowc(cwd, *args, env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while not (cwd / marker).exists():
+            assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
+            assert time.monotonic() < deadline, "the tool never started"
+            time.sleep(0.05)
+    finally:
+        proc.kill()
+        proc.communicate()
+
+
 def recorded_operations(project: Path) -> list[str]:
     """The names of the operations the SQLite database of ``project`` (DBOS) records so far:
     its steps' and agentflow's item records'; [] before the engine made its tables."""

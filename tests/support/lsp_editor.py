@@ -3,6 +3,10 @@ its first diagnostics, and applying a server's text edits as an editor does."""
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from agentflow.lsp.client import LspClient
@@ -18,6 +22,31 @@ def opened(client: LspClient, uri: str, text: str) -> list[dict[str, Any]]:
     )
     diagnostics: list[dict[str, Any]] = got["diagnostics"]
     return diagnostics
+
+
+@contextmanager
+def editing(
+    root: Path, files: dict[str, str], main: str = "main.flow"
+) -> Iterator[tuple[LspClient, str]]:
+    """Write ``files`` (name → text) under ``root``, start ``agentflow lsp`` (no debounce) and
+    open ``main``, asserting the server finds no errors in it; yield the client and ``main``'s
+    URI, and close the client after."""
+    for name, text in files.items():
+        (root / name).write_text(text, encoding="utf-8")
+    c = LspClient([sys.executable, "-m", "agentflow", "lsp"])
+    try:
+        c.initialize(options={"debounce_ms": 0})
+        uri = (root / main).as_uri()
+        assert errors(opened(c, uri, files[main])) == []
+        yield c, uri
+    finally:
+        c.close()
+
+
+def position(text: str, needle: str, delta: int = 0) -> dict[str, int]:
+    """The LSP position (UTF-16) ``delta`` characters past the first ``needle`` in ``text``."""
+    line, char = LineIndex(text, "utf-16").position(text.index(needle) + delta)
+    return {"line": line, "character": char}
 
 
 def errors(diagnostics: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ import copy
 from pathlib import Path
 
 import pytest
+from support.durable_project import NOTE_TOOLS, NOTES_PLAN, open_durable_project
 from support.paths import EXAMPLES
 
 import agentflow
@@ -18,25 +19,7 @@ from agentflow import api
 from agentflow.errors import CompileError, InputError, NotAPlan
 from agentflow.ir.dump import dump_plan
 from agentflow.ir.loader import load_plan_text
-from agentflow.runtime.config import load_config
 from agentflow.runtime.durable import dbos_engine, items
-from agentflow.runtime.durable.database import database_for, open_database
-
-PLAN = """\
-version: 1
-name: steps
-input_schema: {type: object}
-steps:
-  - {id: E0, tool_name: user__note, input: {n: 1}}
-  - {id: E1, tool_name: user__note, input: {n: "{{ E0 }}"}}
-finish: {mode: output, output: "{{ [E0, E1] }}"}
-"""
-
-TOOLS = '''\
-def note(n: int) -> int:
-    """Return 2n."""
-    return 2 * n
-'''
 
 
 def test_the_recorded_text_of_a_flow_loads_to_the_plan_that_runs():
@@ -58,10 +41,6 @@ def test_the_recorded_text_of_a_flow_loads_to_the_plan_that_runs():
 def test_a_run_started_here_reads_no_records_and_any_other_body_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (tmp_path / "plan.yaml").write_text(PLAN)
-    (tmp_path / "tools.py").write_text(TOOLS)
-    (tmp_path / "flow.toml").write_text('[tools]\nmodules = ["tools.py"]\nentry_points = false\n')
-    monkeypatch.chdir(tmp_path)
     reads: list[str] = []
     read = items.ItemRecords._read
 
@@ -70,9 +49,9 @@ def test_a_run_started_here_reads_no_records_and_any_other_body_does(
         return read(self, workflow_id)
 
     monkeypatch.setattr(items.ItemRecords, "_read", counted)
-    config = load_config(str(tmp_path / "flow.toml"))
-    url = database_for(config)
-    open_database(url, executor_id="test", queues=[])
+    config = open_durable_project(
+        tmp_path, monkeypatch, {"plan.yaml": NOTES_PLAN, "tools.py": NOTE_TOOLS}
+    )
     try:
         result = asyncio.run(
             agentflow.run(tmp_path / "plan.yaml", {}, config=config, durable=True, run_id="r1")
@@ -88,7 +67,7 @@ def test_a_run_started_here_reads_no_records_and_any_other_body_does(
         assert reads == []
 
         async def bodies() -> None:
-            spec = {"plan_text": PLAN}
+            spec = {"plan_text": NOTES_PLAN}
             with dbos_engine.starting("r2", spec):
                 # an equal spec read from the database (a recovered body) reads
                 await dbos_engine._note_recorded("r2", copy.deepcopy(spec))

@@ -14,28 +14,11 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import event
+from support.durable_project import NOTE_TOOLS, NOTES_PLAN, open_durable_project
 
 import agentflow
-from agentflow.runtime.config import load_config
 from agentflow.runtime.durable import dbos_engine
-from agentflow.runtime.durable.database import database_for, open_database
 from agentflow.runtime.durable.dbos_system import system_database
-
-PLAN = """\
-version: 1
-name: notes
-input_schema: {type: object}
-steps:
-  - {id: E0, tool_name: user__note, input: {n: 1}}
-  - {id: E1, tool_name: user__note, input: {n: "{{ E0 }}"}}
-finish: {mode: output, output: "{{ [E0, E1] }}"}
-"""
-
-TOOLS = '''\
-def note(n: int) -> int:
-    """Return 2n."""
-    return 2 * n
-'''
 
 #: how long the test's fsync takes: longer than the run would without it
 SLOW_S = 0.5
@@ -55,20 +38,10 @@ class _Seen:
             self.first_event = time.monotonic()
 
 
-def _project(tmp_path: Path, synchronous: str | None) -> object:
-    (tmp_path / "notes.yaml").write_text(PLAN)
-    (tmp_path / "tools.py").write_text(TOOLS)
-    durable = f'[durable]\nsynchronous = "{synchronous}"\n' if synchronous else ""
-    (tmp_path / "flow.toml").write_text(
-        '[tools]\nmodules = ["tools.py"]\nentry_points = false\n' + durable
-    )
-    return load_config(str(tmp_path / "flow.toml"))
-
-
 def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, synchronous: str | None) -> _Seen:
-    monkeypatch.chdir(tmp_path)
-    config = _project(tmp_path, synchronous)
-    open_database(database_for(config), executor_id="test", queues=[])
+    durable = f'[durable]\nsynchronous = "{synchronous}"\n' if synchronous else ""
+    files = {"notes.yaml": NOTES_PLAN, "tools.py": NOTE_TOOLS}
+    config = open_durable_project(tmp_path, monkeypatch, files, durable)
     seen = _Seen()
     real_fsync = os.fsync
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from support.durable_questions import start_flowc, wait_asked
+from support.durable_questions import NAPPING, kill_when_started, start_flowc, wait_asked
 
 from agentflow.cli import main
 from agentflow.runtime.durable.dbos_engine import shutdown
@@ -186,23 +186,11 @@ def nap(s: float) -> str:
     return "napped"
 """
 
-NAPPING = """\
-flow kt "t"
-extern tool user__nap(s: number) -> text
-use agent "helper" as helper
-type Note { note: text }
-stage s -> Note {
-  let a = user__nap(s: 120.0)
-  return agent(helper) { task "say ${a}" tools none expect Note }
-}
-"""
-
 
 def test_on_temporal_resume_without_the_api_key_is_refused_and_the_run_stays_stopped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, temporal_server
 ) -> None:
     import os
-    import time
 
     (tmp_path / "kt.flow").write_text(NAPPING)
     (tmp_path / "tools.py").write_text(NAPS)
@@ -214,16 +202,7 @@ def test_on_temporal_resume_without_the_api_key_is_refused_and_the_run_stays_sto
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("NO_COLOR", "1")
     env = {**os.environ, "SCRIPTED_API_KEY": "sk-test"}
-    proc = start_flowc(tmp_path, "run", "--durable", "--run-id", "t1", "kt.flow", env=env)
-    try:
-        deadline = time.monotonic() + 120
-        while not (tmp_path / "napping").exists():
-            assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
-            assert time.monotonic() < deadline, "the tool never started"
-            time.sleep(0.05)
-    finally:
-        proc.kill()
-        proc.communicate()
+    kill_when_started(tmp_path, "napping", "run", "--durable", "--run-id", "t1", "kt.flow", env=env)
     monkeypatch.delenv("SCRIPTED_API_KEY", raising=False)
     resumed = _cli("resume", "t1")
     assert resumed.exit_code == 1, resumed.output

@@ -11,11 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support.durable_project import NOTE_STEPS, open_durable_project
 
 import agentflow
-from agentflow.runtime.config import load_config
 from agentflow.runtime.durable import dbos_engine, items
-from agentflow.runtime.durable.database import database_for, open_database
 
 SEQUENCE = """\
 version: 1
@@ -62,13 +61,8 @@ def send(n: int) -> int:
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    (tmp_path / "sequence.yaml").write_text(SEQUENCE)
-    (tmp_path / "items.yaml").write_text(MAP)
-    (tmp_path / "tools.py").write_text(TOOLS)
-    (tmp_path / "flow.toml").write_text('[tools]\nmodules = ["tools.py"]\nentry_points = false\n')
-    monkeypatch.chdir(tmp_path)
-    config = load_config(str(tmp_path / "flow.toml"))
-    open_database(database_for(config), executor_id="test", queues=[])
+    files = {"sequence.yaml": SEQUENCE, "items.yaml": MAP, "tools.py": TOOLS}
+    config = open_durable_project(tmp_path, monkeypatch, files)
     yield tmp_path, config
     dbos_engine.shutdown()
 
@@ -106,14 +100,7 @@ def test_a_one_call_unit_never_waits_for_the_hold(project, monkeypatch):
     assert rows == 3  # each item's call, recorded before its unit went on
 
 
-NOTES = """\
-version: 1
-name: notes
-input_schema: {type: object}
-steps:
-  - {id: E0, tool_name: user__note, input: {n: 1}}
-  - {id: E1, tool_name: user__note, input: {n: "{{ E0 }}"}}
-"""
+NOTES = NOTE_STEPS
 
 
 def test_a_runs_end_claim_commits_with_its_last_records(project, monkeypatch):
@@ -213,14 +200,10 @@ def test_a_one_call_units_record_is_a_full_commit_of_its_own(project):
 
 
 def test_at_normal_nothing_is_switched(tmp_path, monkeypatch):
-    (tmp_path / "notes.yaml").write_text(NOTES)
-    (tmp_path / "tools.py").write_text(TOOLS)
-    (tmp_path / "flow.toml").write_text(
-        '[tools]\nmodules = ["tools.py"]\nentry_points = false\n[durable]\nsynchronous = "normal"\n'
+    files = {"notes.yaml": NOTES, "tools.py": TOOLS}
+    config = open_durable_project(
+        tmp_path, monkeypatch, files, '[durable]\nsynchronous = "normal"\n'
     )
-    monkeypatch.chdir(tmp_path)
-    config = load_config(str(tmp_path / "flow.toml"))
-    open_database(database_for(config), executor_id="test", queues=[])
     try:
         (result, _, _), seen = _statements_of(lambda: _run(tmp_path, config, "notes.yaml", "n-1"))
     finally:

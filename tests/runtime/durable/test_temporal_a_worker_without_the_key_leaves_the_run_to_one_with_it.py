@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from support.chat_server import TEST_API_KEY, answer
-from support.durable_questions import start_flowc
+from support.durable_questions import NAPPING, kill_when_started
 from support.fleet import flowc
 
 NAPS = """\
@@ -30,17 +30,6 @@ def nap(s: float) -> str:
         marker.write_text("1")
         time.sleep(s)
     return "napped"
-"""
-
-NAPPING = """\
-flow kt "t"
-extern tool user__nap(s: number) -> text
-use agent "helper" as helper
-type Note { note: text }
-stage s -> Note {
-  let a = user__nap(s: 120.0)
-  return agent(helper) { task "say ${a}" tools none expect Note }
-}
 """
 
 SAID = (
@@ -72,16 +61,9 @@ def test_a_keyless_worker_says_so_once_and_leaves_the_run_for_a_process_with_the
     )
     env = {**os.environ, "SCRIPTED_API_KEY": TEST_API_KEY, "NO_COLOR": "1"}
     keyless = {k: v for k, v in env.items() if k != "SCRIPTED_API_KEY"}
-    proc = start_flowc(tmp_path, "run", "--durable", "--run-id", "keyless-t1", "kt.flow", env=env)
-    try:
-        deadline = time.monotonic() + 120
-        while not (tmp_path / "napping").exists():
-            assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
-            assert time.monotonic() < deadline, "the tool never started"
-            time.sleep(0.05)
-    finally:
-        proc.kill()
-        proc.communicate()
+    kill_when_started(
+        tmp_path, "napping", "run", "--durable", "--run-id", "keyless-t1", "kt.flow", env=env
+    )
 
     log = tmp_path / "worker.err"
     with log.open("wb") as err:
