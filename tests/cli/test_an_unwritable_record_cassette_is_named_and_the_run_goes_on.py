@@ -10,16 +10,11 @@ errors."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from support.chat_server import ChatServer, answer
-from support.local_provider import KEY_ENV, local_config
-
-FLOWC = Path(sys.executable).parent / "flowc"
+from support.chat_server import answer
+from support.local_provider import run_against
 
 FLOW = """use agent "helper" as helper
 type R { s: text }
@@ -37,17 +32,11 @@ stage one -> R {
 @pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
 def test_a_full_cassette_is_named_and_the_result_still_prints(tmp_path, as_json):
     (tmp_path / "a.flow").write_text(FLOW, encoding="utf-8")
-    with ChatServer(lambda request: answer({"s": "fine"})) as server:
-        (tmp_path / "flow.toml").write_text(local_config(server.url), encoding="utf-8")
-        res = subprocess.run(
-            [str(FLOWC), "run", "a.flow", "--record", "/dev/full", *(["--json"] * as_json)],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-            env={**os.environ, **KEY_ENV, "NO_COLOR": "1"},
-        )
+    res = run_against(
+        tmp_path,
+        lambda request: answer({"s": "fine"}),
+        *("run", "a.flow", "--record", "/dev/full", *(["--json"] * as_json)),
+    )
     assert res.returncode == 0, res.stderr
     assert "cannot write the output" not in res.stderr, res.stderr
     assert "the --record cassette '/dev/full' cannot be written" in res.stderr, res.stderr

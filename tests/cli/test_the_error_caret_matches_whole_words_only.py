@@ -9,18 +9,11 @@ Root cause: the quoted text was looked for with ``str.find``, a substring of any
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
-from support.chat_server import ChatServer, text
-from support.local_provider import KEY_ENV, local_config
+from support.chat_server import text
+from support.local_provider import run_against
 
 from agentflow import api
-
-FLOWC = Path(sys.executable).parent / "flowc"
 
 AGENT = """flow a "agent"
 input { q: text }
@@ -40,17 +33,14 @@ stage STAGE -> R {
 @pytest.mark.parametrize("stage", ["one", "e"])
 def test_a_stage_name_inside_other_words_does_not_take_the_caret(tmp_path, stage):
     (tmp_path / "a.flow").write_text(AGENT.replace("STAGE", stage), encoding="utf-8")
-    with ChatServer(lambda request: text('{"s": "a", "n": ')) as server:
-        (tmp_path / "flow.toml").write_text(local_config(server.url), encoding="utf-8")
-        res = subprocess.run(
-            [str(FLOWC), "run", "a.flow", "--input", '{"q": "hi"}'],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-            env={**os.environ, **KEY_ENV, "NO_COLOR": "1"},
-        )
+    res = run_against(
+        tmp_path,
+        lambda request: text('{"s": "a", "n": '),
+        "run",
+        "a.flow",
+        "--input",
+        '{"q": "hi"}',
+    )
     assert res.returncode == 1, res.stderr
     shown = res.stderr.splitlines()
     at = next(i for i, line in enumerate(shown) if line.startswith("error[output_validation]"))

@@ -3,7 +3,14 @@ the provider `local`, its key in ``LOCAL_KEY``, no retries (a failed call fails 
 
 from __future__ import annotations
 
-from support.chat_server import TEST_API_KEY
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from support.chat_server import TEST_API_KEY, ChatServer
 
 #: the environment variable holding the provider's key, and its value in tests
 KEY_ENV = {"LOCAL_KEY": TEST_API_KEY}
@@ -18,3 +25,22 @@ def local_config(url: str, *, tools: bool = False) -> str:
         'api_key_env = "LOCAL_KEY"\nmax_retries = 0\n'
     )
     return text + ('\n[tools]\nmodules = ["tools.py"]\n' if tools else "")
+
+
+def run_against(
+    tmp_path: Path, reply: Callable[[Any], Any], *args: str
+) -> subprocess.CompletedProcess[str]:
+    """``flowc ARGS`` in ``tmp_path`` (its `.flow` written there) against a scripted server
+    answering every request with ``reply(request)``, configured by :func:`local_config`;
+    uncoloured text, its key set."""
+    with ChatServer(reply) as server:
+        (tmp_path / "flow.toml").write_text(local_config(server.url), encoding="utf-8")
+        return subprocess.run(
+            [str(Path(sys.executable).parent / "flowc"), *args],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            env={**os.environ, **KEY_ENV, "NO_COLOR": "1"},
+        )
