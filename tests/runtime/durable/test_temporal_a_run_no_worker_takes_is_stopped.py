@@ -5,17 +5,26 @@ the run's workflow is started on a task queue nobody polls."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 
 import pytest
+from support.timing import scaled
 
 from agentflow.runtime.durable import temporal_client as tc
 from agentflow.runtime.durable import temporal_manage as tm
 
 
 async def _listed(url: str, run_id: str) -> str:
-    found = [r for r in await tm.list_runs(url, limit=None) if r.run_id == run_id]
+    # Temporal's list is eventually consistent: a workflow just started may take a moment to be
+    # listed on a loaded server
+    give_up = time.monotonic() + scaled(20)
+    while True:
+        found = [r for r in await tm.list_runs(url, limit=None) if r.run_id == run_id]
+        if found or time.monotonic() > give_up:
+            break
+        await asyncio.sleep(0.2)
     assert len(found) == 1, found
     return found[0].status
 
