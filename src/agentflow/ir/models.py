@@ -17,6 +17,7 @@ private attributes exposed as properties:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
@@ -315,3 +316,28 @@ class AgentInput(BaseModel):
 
 
 Plan.model_rebuild()
+
+
+def plan_nodes(plan: Plan) -> Iterator[Plan | Step | dict[str, Any]]:
+    """Every part of ``plan`` a question about the whole plan looks at, depth first: the plan
+    itself, then each of its steps followed by every mapping in that step's input (bodies and
+    nested steps included), then the same for each of its sub-plans (``plans:``). Used by the
+    run-time checks that ask "does any step…" (runtime/model_needs.py, runtime/durable/spec.py)."""
+
+    def nodes(value: Any) -> Iterator[Step | dict[str, Any]]:
+        if isinstance(value, Step):
+            yield value
+            yield from nodes(value.input)
+        elif isinstance(value, dict):
+            yield value
+            for v in value.values():
+                yield from nodes(v)
+        elif isinstance(value, list):
+            for v in value:
+                yield from nodes(v)
+
+    yield plan
+    for step in plan.steps:
+        yield from nodes(step)
+    for sub in (plan.plans or {}).values():
+        yield from plan_nodes(sub)

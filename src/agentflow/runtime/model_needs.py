@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from agentflow.ir.models import Plan, Step
+from agentflow.ir.models import Plan, Step, plan_nodes
 from agentflow.runtime.config import Config, missing_key_message, no_model_message
 
 __all__ = [
@@ -22,28 +22,23 @@ __all__ = [
 _MODEL_STEPS = {"agent"}
 
 
+def _solver(node: Any) -> bool:
+    return isinstance(node, Plan) and node.finish is not None and node.finish.mode == "solver"
+
+
+def _judged(node: Any) -> bool:
+    return isinstance(node, dict) and ("infer" in node or "judges" in node)
+
+
 def plan_needs_model(plan: Plan) -> bool:
     """True when running ``plan`` may call a model: an agent step, an ``infer`` gate, a verify
     judge or a solver finish, at any depth (sub-plans included)."""
-
-    def visit(value: Any) -> bool:
-        if isinstance(value, Step):
-            if value.tool_name in _MODEL_STEPS:
-                return True
-            return visit(value.input)
-        if isinstance(value, dict):
-            if "infer" in value or "judges" in value:
-                return True
-            return any(visit(v) for v in value.values())
-        if isinstance(value, list):
-            return any(visit(v) for v in value)
-        return False
-
-    if plan.finish is not None and plan.finish.mode == "solver":
-        return True
-    if any(visit(s) for s in plan.steps):
-        return True
-    return any(plan_needs_model(p) for p in (plan.plans or {}).values())
+    return any(
+        _solver(node)
+        or _judged(node)
+        or (isinstance(node, Step) and node.tool_name in _MODEL_STEPS)
+        for node in plan_nodes(plan)
+    )
 
 
 def plan_model_users(plan: Plan) -> tuple[list[str], bool]:
@@ -52,34 +47,17 @@ def plan_model_users(plan: Plan) -> tuple[list[str], bool]:
     and whether anything else does (an agent step of a team, an ``infer`` gate, a verify judge,
     a solver finish: the configured ``chat`` model or ``default``)."""
     found: set[str] = set()
-    other = plan.finish is not None and plan.finish.mode == "solver"
-
-    def visit(value: Any) -> None:
-        nonlocal other
-        if isinstance(value, Step):
-            if value.tool_name in _MODEL_STEPS:
-                target = value.input.get("agent") if isinstance(value.input, dict) else None
-                name = target.get("name") if isinstance(target, dict) else None
-                alias = isinstance(target, dict) and target.get("kind") == "alias"
-                if alias and isinstance(name, str):
-                    found.add(name)
-                else:
-                    other = True
-            visit(value.input)
-        elif isinstance(value, dict):
-            other = other or "infer" in value or "judges" in value
-            for v in value.values():
-                visit(v)
-        elif isinstance(value, list):
-            for v in value:
-                visit(v)
-
-    for step in plan.steps:
-        visit(step)
-    for sub in (plan.plans or {}).values():
-        names, others = plan_model_users(sub)
-        found.update(names)
-        other = other or others
+    other = False
+    for node in plan_nodes(plan):
+        if isinstance(node, Step) and node.tool_name in _MODEL_STEPS:
+            target = node.input.get("agent") if isinstance(node.input, dict) else None
+            name = target.get("name") if isinstance(target, dict) else None
+            if isinstance(target, dict) and target.get("kind") == "alias" and isinstance(name, str):
+                found.add(name)
+            else:
+                other = True
+        else:
+            other = other or _solver(node) or _judged(node)
     return sorted(found), other
 
 
@@ -103,47 +81,32 @@ def plan_model_refs(config: Config, plan: Plan) -> tuple[str, ...]:
         if isinstance(ref, str) and ref.strip() and "{{" not in ref and ref not in refs:
             refs.append(ref)
 
-    def visit(value: Any) -> None:
-        if isinstance(value, Step):
-            inp = value.input if isinstance(value.input, dict) else {}
-            if value.tool_name in _MODEL_STEPS:
-                target = inp.get("agent")
-                kind = target.get("kind") if isinstance(target, dict) else None
-                if inp.get("model") is not None:
-                    add(inp.get("model"))  # the step's own `model "…"` wins over any profile's
-                elif isinstance(target, dict) and kind == "alias":
-                    profile = config.agents.get(str(target.get("name")))
-                    add(profile.model if profile is not None else None)
-                elif isinstance(target, dict) and kind in ("team.main", "team.member"):
-                    team = config.teams.get(str(target.get("team")))
-                    named = team.main if team is not None and kind == "team.main" else None
-                    if kind == "team.member" and isinstance(target.get("member"), str):
-                        # `dev.member("backend")` compiles to `{{ "backend" }}`; a computed
-                        # member may be any of them
-                        written = _LITERAL_MEMBER.fullmatch(str(target["member"]))
-                        named = (written.group(1) or written.group(2)) if written else None
-                    for name, member in team.members.items() if team is not None else ():
-                        if named is None or name == named:
-                            add(member.model)
-            visit(value.input)
-        elif isinstance(value, dict):
-            if "infer" in value or "judges" in value:
-                add("judge")  # `filter … where judge`, `verify … judge`
-            for v in value.values():
-                visit(v)
-        elif isinstance(value, list):
-            for v in value:
-                visit(v)
-
-    def walk(p: Plan) -> None:
-        if p.finish is not None and p.finish.mode == "solver":
+    for node in plan_nodes(plan):
+        if _solver(node):
             add("solver")
-        for step in p.steps:
-            visit(step)
-        for sub in (p.plans or {}).values():
-            walk(sub)
-
-    walk(plan)
+        elif _judged(node):
+            add("judge")  # `filter … where judge`, `verify … judge`
+        if not (isinstance(node, Step) and node.tool_name in _MODEL_STEPS):
+            continue
+        inp = node.input if isinstance(node.input, dict) else {}
+        target = inp.get("agent")
+        kind = target.get("kind") if isinstance(target, dict) else None
+        if inp.get("model") is not None:
+            add(inp.get("model"))  # the step's own `model "…"` wins over any profile's
+        elif isinstance(target, dict) and kind == "alias":
+            profile = config.agents.get(str(target.get("name")))
+            add(profile.model if profile is not None else None)
+        elif isinstance(target, dict) and kind in ("team.main", "team.member"):
+            team = config.teams.get(str(target.get("team")))
+            named = team.main if team is not None and kind == "team.main" else None
+            if kind == "team.member" and isinstance(target.get("member"), str):
+                # `dev.member("backend")` compiles to `{{ "backend" }}`; a computed member may
+                # be any of them
+                written = _LITERAL_MEMBER.fullmatch(str(target["member"]))
+                named = (written.group(1) or written.group(2)) if written else None
+            for name, member in team.members.items() if team is not None else ():
+                if named is None or name == named:
+                    add(member.model)
     return tuple(refs)
 
 

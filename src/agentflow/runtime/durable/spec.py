@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from agentflow.core.redaction import SECRETS
 from agentflow.core.vocabulary import Code
 from agentflow.errors import ConfigError, InputError, RunError
-from agentflow.ir.models import Step
+from agentflow.ir.models import Step, plan_nodes
 from agentflow.runtime.config import load_config
 from agentflow.runtime.context import RunContext
 from agentflow.runtime.durable.asking import recorded_plans, run_ask
@@ -151,26 +151,11 @@ async def close_context(ctx: RunContext) -> None:
 
 def plan_limits(plan: Plan) -> set[int]:
     """Every literal map ``concurrency`` of ``plan`` and its sub-plans (1 for a templated one)."""
-
     found: set[int] = set()
-
-    def visit(value: Any) -> None:
-        if isinstance(value, Step):
-            if value.tool_name in ("map", "parallel"):
-                c = (value.input or {}).get("concurrency")
-                found.add(c if isinstance(c, int) and not isinstance(c, bool) else 0)
-            visit(value.input)
-        elif isinstance(value, dict):
-            for v in value.values():
-                visit(v)
-        elif isinstance(value, list):
-            for v in value:
-                visit(v)
-
-    for step in plan.steps:
-        visit(step)
-    for sub in (plan.plans or {}).values():
-        found |= plan_limits(sub)
+    for node in plan_nodes(plan):
+        if isinstance(node, Step) and node.tool_name in ("map", "parallel"):
+            c = (node.input or {}).get("concurrency")
+            found.add(c if isinstance(c, int) and not isinstance(c, bool) else 0)
     return found
 
 
