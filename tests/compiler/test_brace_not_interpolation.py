@@ -139,3 +139,30 @@ def test_braces_in_a_match_pattern_never_warn() -> None:
         '  return match input.style { "{name}" => "braced ${name}", "plain" => name }\n}\n'
     )
     assert check_source(text).diagnostics == []
+
+
+def test_a_path_through_a_field_the_value_lacks_warns_without_proposing_a_broken_fix() -> None:
+    # `${x.y.z}` would itself be an error (`unknown-field`): no quick fix, the hint says why
+    body = 'stage a -> text {\n  let x = input\n  "{x.y.z} {x.doc.nope} {x.doc}"\n}\n'
+    bad_head, bad_tail, good = _braces(body)
+    for d, missing in ((bad_head, "has no field `y`"), (bad_tail, "`text` has no field `nope`")):
+        assert d.fix is None
+        assert "would not read a value either" in d.hint and missing in d.hint
+        assert "\\u{7B}" in d.hint
+    assert good.fix is not None and good.fix.text == "${x.doc}"
+    # the checker's own view of the file is unchanged by the look: `x` stays used by `{…}` only
+    # as much as before (no new diagnostics, no lost ones)
+    assert [d.code for d in check_source(HEAD + body).diagnostics].count("unused-variable") == 1
+
+
+def test_a_path_valid_only_under_a_narrowing_keeps_its_fix_there() -> None:
+    head = (
+        'flow t\ntype Cat { kind: "cat", meow: text }\ntype Dog { kind: "dog", bark: text }\n'
+        "input { pet: Cat | Dog }\n"
+    )
+    body = 'stage a -> text {\n  if input.pet.kind == "dog" { return "{input.pet.bark}" }\n  "{input.pet.bark}"\n}\n'
+    inside, outside = [
+        d for d in check_source(head + body).diagnostics if d.code == "brace-not-interpolation"
+    ]
+    assert inside.fix is not None and inside.fix.text == "${input.pet.bark}"
+    assert outside.fix is None and "`bark`" in outside.hint

@@ -199,22 +199,66 @@ class ExpressionChecks(CheckerShared):
     def _braces_not_interpolation(self, e: ast.StringLit) -> None:
         """``brace-not-interpolation``: each ``{x}`` / ``{x.field…}`` written in the string
         whose ``x`` names a value in scope (``input``, a ``let``, a stage, a parameter, a loop
-        variable) is sent as those characters, not the value: ``${x}`` reads it. Braces around
-        any other text (JSON, ``{}``, a name of nothing) are left alone
+        variable) is sent as those characters, not the value: ``${x}`` reads it. The hint and
+        quick fix propose ``${x.field…}`` only when that path reads a value (every field exists
+        along it); otherwise the hint says which field is missing and offers no fix. Braces
+        around any other text (JSON, ``{}``, a name of nothing) are left alone
         (docs/reference/lexical.md "Interpolation")."""
         names = self.visible_names() - set(self.use_syms)
         for path, span in e.braces:
             if path.split(".", 1)[0] not in names:
                 continue
+            message = (
+                f"`{{{path}}}` is sent as written, braces included: a string reads a value "
+                "only inside `${…}`"
+            )
             wanted = f"${{{path}}}"
+            broken = self._brace_path_error(path, span)
+            if broken is None:
+                self.report(
+                    D.BRACE_NOT_INTERPOLATION,
+                    message,
+                    span,
+                    hint=f"did you mean `{wanted}`?",
+                    fix=Replacement(span, wanted, f"Replace `{{{path}}}` with `{wanted}`"),
+                )
+                continue
             self.report(
                 D.BRACE_NOT_INTERPOLATION,
-                f"`{{{path}}}` is sent as written, braces included: a string reads a value "
-                "only inside `${…}`",
+                message,
                 span,
-                hint=f"did you mean `{wanted}`?",
-                fix=Replacement(span, wanted, f"Replace `{{{path}}}` with `{wanted}`"),
+                hint=f"`{wanted}` would not read a value either: {broken}; to send the braces "
+                f"as text, write the opening one as `\\u{{7B}}` (`\\u{{7B}}{path}}}`)",
             )
+
+    def _brace_path_error(self, path: str, span: Span) -> str | None:
+        """Why ``${path}`` (the dotted path of a ``{path}`` in a string) would not type-check
+        where the string is — the first ``unknown-field`` message along it, its trailing period
+        dropped — or None when it reads a value. Checks it as the expression it would be (with
+        the narrowings in force) without reporting anything, marking its name used or leaving a
+        type or reference behind."""
+        head, *fields = path.split(".")
+        expr: ast.Expr = ast.Name(span, head)
+        made: list[ast.Expr] = [expr]
+        for name in fields:
+            expr = ast.Member(span, expr, name, span)
+            made.append(expr)
+        var = next((s[head] for s in reversed(self.scopes) if head in s), None)
+        was_used = var.used if var is not None else False
+        diags, self.diags = self.diags, []
+        try:
+            t = self.infer(expr)
+            found = [d.message for d in self.diags if d.severity == "error"]
+        finally:
+            self.diags = diags
+            if var is not None:
+                var.used = was_used
+            for node in made:
+                self.types.pop(id(node), None)
+                self.refs.pop(id(node), None)
+        if found:
+            return found[0].rstrip(".")
+        return None if not isinstance(t, ErrorType) else f"`{path}` has no value here"
 
     def visit_NumberLit(self, e: ast.NumberLit, hint: Type | None) -> Type:
         value = e.value
