@@ -109,7 +109,41 @@ CASES = {
         "a loop carries a state from round to round: `loop up to 3 as r, s = start { … } until "
         "cond else …`",
     ),
+    "loop state from a start": (
+        _stage("  return loop up to 3 as r from 0 { r }"),
+        "a loop carries a state from round to round: `loop up to 3 as r, s = 0 { … } until "
+        "cond else …`",
+    ),
 }
+
+
+@pytest.mark.parametrize(
+    ("written", "hint"),
+    [
+        (
+            "reduce input.xs as x from 0 { acc + x }",
+            "a `reduce` names its item, then its accumulator with the accumulator's start value "
+            "(not `from`): `reduce input.xs as x, acc = 0 { … }`",
+        ),
+        (
+            "reduce input.xs as x with 1 { acc * x }",
+            "a `reduce` names its item, then its accumulator with the accumulator's start value "
+            "(not `with`): `reduce input.xs as x, acc = 1 { … }`",
+        ),
+        (
+            "reduce input.xs as x { acc + x }",
+            "a `reduce` names its item, then its accumulator with the accumulator's start value: "
+            "`reduce input.xs as x, acc = start { … }`",
+        ),
+    ],
+)
+def test_a_reduce_with_from_or_without_its_accumulator_shows_the_reduce_form(
+    written: str, hint: str
+) -> None:
+    message, said = _one(_stage(f"  return {written}", "int"))
+    assert message.startswith("expected `,`")
+    assert said.startswith(hint)
+    assert "the body reads `acc` and `x`" in said
 
 
 @pytest.mark.parametrize(("text", "hint"), CASES.values(), ids=CASES.keys())

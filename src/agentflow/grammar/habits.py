@@ -2,7 +2,8 @@
 mis-word (docs/reference/expressions.md "Coming from another language"): ``a?.b``, a list
 comprehension, ``elif``, ``===``, ``x++``, ``{ ...o }``, top-level ``def`` / ``function`` /
 ``interface`` / ``enum`` / ``from "…" import``, ``stage s(): T``, ``if c { 1 } else { 2 }`` as a
-value, ``assert`` in a test, an unquoted test name and a ``loop`` without its state.
+value, ``assert`` in a test, an unquoted test name, a ``loop`` without its state and a
+``reduce xs as x from 0`` (the accumulator not named).
 
 :func:`habit_hint` gives the hint for the token the parser stopped at; :func:`elif_word` finds
 the ``elif`` whose ``{`` the parser read as an object (the error is then told at that word)."""
@@ -180,15 +181,52 @@ def habit_hint(tok: Any, expected: set[str], values: list[Any] | None, sc: Scann
         return f'a test checks with `expect`: `expect {rest}` (`expect fail "code"` for a failure)'
     if typ == "NAME" and _type(prev) == "TEST" and "STRING" in expected:
         return f'a test\'s name is a string: `test "{tok.value}" {{ … }}`'
-    if typ == "LBRACE" and "COMMA" in expected and _loop_round(vals):
+    if "COMMA" in expected and _reduce_item(vals):
+        return _reduce_form(sc, tok)
+    if "COMMA" in expected and _loop_round(vals):
+        # `loop up to 3 as i { … }`, `loop up to 3 as i from 0 { … }`
         r = vals[-1].value
         m = re.search(r"up\s+to\s+(\S+)\s+as\s+\w+\s*$", sc.text[: tok.start - sc.ob])
         n = m.group(1) if m else "N"
+        start = _REDUCE_START.match(sc.text, tok.end - sc.ob) if typ != "LBRACE" else None
         return (
-            f"a loop carries a state from round to round: `loop up to {n} as {r}, s = start "
-            "{ … } until cond else …` (the body's value is the next state)"
+            f"a loop carries a state from round to round: `loop up to {n} as {r}, s = "
+            f"{start.group(1) if start else 'start'} {{ … }} until cond else …` (the body's "
+            "value is the next state)"
         )
     return None
+
+
+#: `reduce XS as x` before the offending token, and a start value after a `from` (or `with`,
+#: `=`, `starting at`…) that runs up to the body's `{`
+_REDUCE_HEAD = re.compile(r"\breduce\s+(.{1,60}?)\s+as\s+([A-Za-z_]\w*)\s*$")
+_REDUCE_START = re.compile(
+    r"\s*(?:(?:starting\s+)?(?:from|with|at|=|init(?:ial)?)\s+)?([^{}\s][^{}\n]{0,39}?)\s*\{"
+)
+
+
+def _reduce_item(vals: list[Any]) -> bool:
+    """Whether the value stack ends ``reduce XS as x`` (the accumulator not named)."""
+    if len(vals) < 4 or _type(vals[-1]) != "NAME" or _type(vals[-2]) != "AS":
+        return False
+    return any(_type(v) == "REDUCE" for v in vals[-5:-2])
+
+
+def _reduce_form(sc: Scanner, tok: Tok) -> str:
+    """``reduce xs as x from 0 { … }`` (a ``from``, ``with``, ``=`` or nothing where the
+    accumulator goes) → the form with the accumulator named: ``reduce xs as x, acc = 0 { … }``
+    (docs/reference/control.md "reduce")."""
+    k = tok.start - sc.ob
+    head = _REDUCE_HEAD.search(sc.text[max(0, k - 200) : k])
+    xs, x = head.groups() if head else ("xs", "x")
+    start = _REDUCE_START.match(sc.text, k if tok.type == "LBRACE" else tok.end - sc.ob)
+    init = start.group(1) if start and tok.type != "LBRACE" else "start"
+    said = "" if tok.type == "LBRACE" else f" (not `{tok.value}`)"
+    return (
+        f"a `reduce` names its item, then its accumulator with the accumulator's start "
+        f"value{said}: `reduce {xs} as {x}, acc = {init} {{ … }}` — the body reads `acc` and "
+        f"`{x}`, and its value is the next `acc`"
+    )
 
 
 def _loop_round(vals: list[Any]) -> bool:
