@@ -559,7 +559,7 @@ def check_catch(ck: CheckerShared, e: ast.CatchExpr | ast.TryExpr, hint: Type | 
     ck.scopes.append({})
     try:
         if e.var is not None:
-            ck.declare(Symbol("loopvar", e.var.name, ERROR_OBJECT, e), e.var.span)
+            ck.declare(Symbol("error", e.var.name, ERROR_OBJECT, e), e.var.span)
         expected = t if used and not settle and not isinstance(t, ErrorType) else None
         mark = len(ck.diags)
         fallback = _block(ck, e.body, expected, kw, "the `catch` fallback", used)

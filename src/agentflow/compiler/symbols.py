@@ -22,10 +22,11 @@ from agentflow.core.diagnostics import closest, meant_hint
 class Symbol:
     """What a name refers to.
 
-    ``kind`` is one of ``input``, ``stage``, ``let``, ``loopvar``, ``acc``, ``index``, ``use``;
-    ``name`` the name; ``type`` its type; ``decl`` the declaring node (``StageDecl``,
-    ``LetStmt``, the ``MapExpr``/``FilterExpr``/``ReduceExpr`` binding a loop variable, the
-    ``UseDecl``, or ``None`` for ``input``).
+    ``kind`` is one of ``input``, ``stage``, ``let``, ``loopvar``, ``acc``, ``index``, ``use``,
+    ``param`` or ``error`` (the failure ``catch … as e`` binds); ``name`` the name; ``type`` its
+    type; ``decl`` the declaring node (``StageDecl``, ``LetStmt``, the ``MapExpr``/
+    ``FilterExpr``/``ReduceExpr``/``LoopExpr`` binding a loop variable, the ``CatchExpr``/
+    ``TryExpr`` binding an error, the ``UseDecl``, or ``None`` for ``input``).
     """
 
     kind: str

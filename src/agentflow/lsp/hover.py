@@ -61,7 +61,7 @@ def _target_hover(
         declared = written_of(sym.decl) if shown is sym.type else None
         if declared is not None:  # `s: Sev`, `stage a -> Sev`: the alias as written
             written = declared
-        text = locate.fence(labelled(f"({kind_label(sym)}) {sym.name}", written))
+        text = locate.fence(labelled(f"({sym.kind}) {sym.name}", written))
         doc = symbol_doc(a, sym)
         return locate.with_doc(text, doc), name.span
     if kind == "tool":
@@ -132,12 +132,14 @@ def _target_hover(
         fp: ast.Param = payload
         shown = f"(param) {fp.name.name}: {written_type(fp.type)}"
         return locate.fence(shown), fp.name.span
-    if kind == "loopdecl":
+    if kind in ("loopdecl", "catchdecl"):
         _, ident = payload
         for sym in res.references.values():
             if sym.decl is payload[0] and sym.name == ident.name:
-                shown = labelled(f"({kind_label(sym)}) {sym.name}", type_text(a, sym.type))
+                shown = labelled(f"({sym.kind}) {sym.name}", type_text(a, sym.type))
                 return locate.fence(shown), ident.span
+        if kind == "catchdecl":  # not read in its fallback: still the failure, an `Error`
+            return locate.fence(f"(error) {ident.name}: Error"), ident.span
         return None
     if kind == "member":
         m: ast.Member = payload
@@ -345,13 +347,6 @@ def type_text(a: Analysis, t: T.Type) -> str | None:
     has here) is spelt ``N`` (:func:`~agentflow.compiler.type_names.spelt`) — or None when the checker could not type it (an error
     type anywhere in it: a hover never shows a placeholder)."""
     return None if _has_error(t) else type_names.spelt(a.result.env, t)
-
-
-def kind_label(sym: Symbol) -> str:
-    """The kind a hover names a value binding by: the checker's kind (``let``, ``loopvar``,
-    ``acc``, ``stage``…), except ``error`` for the failure ``catch … as e`` binds (after an
-    expression or a ``try { … }`` block: the checker declares it with its scope's kind)."""
-    return "error" if isinstance(sym.decl, ast.CatchExpr | ast.TryExpr) else sym.kind
 
 
 def labelled(label: str, written: str | None) -> str:

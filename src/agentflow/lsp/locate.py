@@ -2,7 +2,7 @@
 
 :func:`target` classifies the node at an offset (``symbol``, ``tool``, ``type``, ``param``,
 ``member``, ``expr`` and the declaration kinds ``fielddecl``/``letdecl``/``stagedecl``/
-``usedecl``/``loopdecl``/``paramdecl``, a user function's parameter; a test's ``stub`` name
+``usedecl``/``loopdecl``/``catchdecl`` (``catch … as e``)/``paramdecl``, a user function's parameter; a test's ``stub`` name
 is classified as what it names, :mod:`.stubs`) for hover, navigation and rename; the rest read declared types, doc comments (``///``) and tool signatures out of
 one :class:`~agentflow.lsp.analysis.Analysis`.
 """
@@ -168,7 +168,7 @@ def target(a: Analysis, offset: int) -> tuple[str, Any, list[ast.Node]] | None:
         if isinstance(parent, (ast.MapExpr, ast.FilterExpr, ast.ReduceExpr)):
             return "loopdecl", (parent, node), path
         if isinstance(parent, ast.CatchExpr | ast.TryExpr) and node is parent.var:
-            return "loopdecl", (parent, node), path  # `catch … as err`, `try … catch as err`
+            return "catchdecl", (parent, node), path  # `catch … as err`, `try … catch as err`
         return None
     if isinstance(node, ast.Argument):
         s = node.name_span

@@ -28,7 +28,7 @@ IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 #: value bindings a rename may change (``input`` and the implicit ``index`` may not)
-_RENAMABLE = frozenset({"let", "loopvar", "acc", "stage", "use", "param"})
+_RENAMABLE = frozenset({"let", "loopvar", "acc", "error", "stage", "use", "param"})
 
 #: why a reserved word (never a name: docs/reference/lexical.md "Keywords") is refused
 _RESERVED = "`{new}` is a reserved word: it is never a name"
@@ -75,7 +75,7 @@ def definition(a: Analysis, offset: int) -> Span | None:
     if kind == "fielddecl":
         field: ast.FieldDecl = payload
         return field.name.span
-    if kind == "loopdecl":
+    if kind in ("loopdecl", "catchdecl"):
         loop_name: ast.Ident = payload[1]
         return loop_name.span
     if kind == "paramdecl":  # a user function's parameter, at its declaration
@@ -113,6 +113,9 @@ def value_binding(a: Analysis, kind: str, payload: Any) -> tuple[Any, str, str] 
         decl, ident = payload
         k = "acc" if isinstance(decl, ast.ReduceExpr) and decl.acc is ident else "loopvar"
         return decl, ident.name, k
+    if kind == "catchdecl":
+        decl, ident = payload
+        return decl, ident.name, "error"
     if kind == "paramdecl":
         return payload, payload.name.name, "param"
     return None
