@@ -6,7 +6,7 @@ Root cause: ``loads_value`` (runtime/extract.py), which reads every such value, 
 json defaults, whose objects keep the last of duplicate keys; a dataset's JSON/YAML document is
 read by PyYAML, which does the same. ``loads_value`` now refuses them (``DuplicateKey``), and the
 dataset reader looks for them in the YAML nodes (``duplicate-field`` at the second key).
-``parse_json`` in a flow keeps reading data as Python's json does (opt-out)."""
+``parse_json`` in a flow refuses it too, with ``parse_error`` naming the key (langleft14)."""
 
 from __future__ import annotations
 
@@ -36,8 +36,28 @@ def test_loads_value_refuses_a_key_given_twice_naming_it(text):
         loads_value(text)
 
 
-def test_parse_json_data_keeps_the_last_value_as_before():
-    assert loads_value(TWICE, unique_keys=False) == {"a": 2}
+def test_parse_json_in_a_flow_refuses_a_key_given_twice_with_parse_error_naming_it(
+    tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    raw = json.dumps({"raw": '{"b": {"a": 1, "a": 2}}'})
+    flow = tmp_path / "p.flow"
+    flow.write_text(
+        "input { raw: text }\nstage s -> json { return parse_json(input.raw) }\n",
+        encoding="utf-8",
+    )
+    code, out = _flowc("run", "p.flow", "--input", raw)
+    assert code == 1, out
+    assert 'parse_error: `parse_json(input.raw)`: ambiguous JSON, the key "a" is given twice' in out
+    # catchable as every `parse_json` failure is, its message naming the key
+    flow.write_text(
+        "input { raw: text }\nstage t -> text {\n  return try { to_text(parse_json(input.raw)) }"
+        " catch on [parse_error] as e { e.message }\n}\n",
+        encoding="utf-8",
+    )
+    code, out = _flowc("run", "p.flow", "--input", raw)
+    assert code == 0, out
+    assert 'ambiguous JSON, the key \\"a\\" is given twice in one object' in out, out
 
 
 @pytest.mark.parametrize("given", ["text", "file"])

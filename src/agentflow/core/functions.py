@@ -490,8 +490,8 @@ _SPECS: tuple[FunctionSpec, ...] = (
     ),
     _f(
         "parse_json(s: text) -> json",
-        "the JSON value written in `s` (nested at most 200 deep; an object giving a key twice "
-        "keeps its last value)",
+        "the JSON value written in `s` (nested at most 200 deep; an object that gives a key "
+        "twice fails with `parse_error` naming the key: which value was meant is not known)",
         'parse_json("{\\"ok\\": true}")',
         {"ok": True},
         _C,

@@ -245,7 +245,7 @@ def json_kind(value: Any) -> str:
     return f"a {type(value).__name__} value"
 
 
-def loads_value(text: str, limit: int = MAX_JSON_DEPTH, *, unique_keys: bool = True) -> Any:
+def loads_value(text: str, limit: int = MAX_JSON_DEPTH) -> Any:
     """A value a person gave as JSON (``flowc run --input``, ``flowc answer``, an answer typed
     at the terminal or sent by an MCP client): :func:`loads_bounded` with JSON's own numbers
     only.  Raises :class:`NonJsonNumber` (a ValueError) for ``NaN``/``Infinity`` or a number
@@ -253,8 +253,8 @@ def loads_value(text: str, limit: int = MAX_JSON_DEPTH, *, unique_keys: bool = T
     invalid JSON, ValueError for too deep a value. A whole number must be an ``int``
     (:data:`agentflow.core.vocabulary.MIN_INT` … ``MAX_INT``); every string is made whole
     (:func:`agentflow.core.text.clean_json`: a lone surrogate becomes U+FFFD).  An object that
-    names a key twice raises :class:`DuplicateKey` (a ValueError) naming it, unless
-    ``unique_keys`` is false (the last value wins, as Python's json: ``parse_json`` of data)."""
+    names a key twice raises :class:`DuplicateKey` (a ValueError) naming it (``parse_json`` in
+    a flow turns it into ``parse_error``)."""
     return clean_json(
         loads_bounded(
             text,
@@ -262,7 +262,7 @@ def loads_value(text: str, limit: int = MAX_JSON_DEPTH, *, unique_keys: bool = T
             parse_constant=_not_a_json_number,
             parse_float=_finite_float,
             parse_int=_bounded_int,
-            object_pairs_hook=_unique_keys if unique_keys else None,
+            object_pairs_hook=_unique_keys,
         )
     )
 

@@ -38,7 +38,7 @@ from agentflow.core.vocabulary import (
     duration_text,
 )
 from agentflow.errors import ExprError, RunError
-from agentflow.runtime.extract import loads_value
+from agentflow.runtime.extract import DuplicateKey, loads_value
 from agentflow.runtime.interrupt import checkpoint
 
 __all__ = [
@@ -639,10 +639,14 @@ def _parse_number(s: str) -> Any:
 def _parse_json(s: str) -> Any:
     """JSON text as a value, read as every value from outside is
     (:func:`agentflow.runtime.extract.loads_value`: JSON's own numbers, ints in range, bounded
-    depth, lone surrogates made whole); ``parse_error`` otherwise."""
+    depth, lone surrogates made whole); ``parse_error`` otherwise — also for an object that
+    gives one key twice, naming the key (which value was meant is not known: the same refusal
+    as ``--input``'s, docs/reference/functions.md ``parse_json``)."""
 
     try:
-        return loads_value(s, MAX_EXPR_DEPTH, unique_keys=False)
+        return loads_value(s, MAX_EXPR_DEPTH)
+    except DuplicateKey as exc:
+        raise RunError(Code.PARSE_ERROR, f"ambiguous JSON, {exc}: {_short(s)}") from None
     except (ValueError, RecursionError) as exc:
         detail = (
             json_error(exc) if isinstance(exc, json.JSONDecodeError) else str(exc) or "not JSON"
