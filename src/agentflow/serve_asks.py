@@ -15,7 +15,7 @@ from agentflow.core.text import clean_json, visible
 from agentflow.core.vocabulary import Code
 from agentflow.errors import RunError
 from agentflow.runtime.executor import NO_ANSWER
-from agentflow.runtime.extract import loads_value
+from agentflow.runtime.extract import DuplicateKey, loads_value
 from agentflow.runtime.hooks import check_answer
 
 __all__ = ["FORM_ATTEMPTS", "ask_form", "elicit_answer", "form_problem"]
@@ -105,7 +105,8 @@ def form_problem(form: dict[str, Any], content: Any) -> str | None:
     """Why the ``content`` of an accepted elicitation does not match :func:`ask_form`'s ``form``
     (the MCP specification's elicitation: the server validates what it gets against the schema
     it requested), naming the missing or unknown field, or None when it matches:
-    ``the form has no field `answer` (it gave `value`)``."""
+    ``the form has no field `answer` (it gave `value`)``. A "JSON text" answer that gives a key
+    twice is refused naming the key, as ``flowc answer`` and ``--answer`` refuse it."""
     if not isinstance(content, dict) or not content:
         return "the form came back empty (the requested schema requires the field `answer`)"
     extra = ", ".join(f"`{visible(str(k))}`" for k in content if k != "answer")
@@ -117,7 +118,15 @@ def form_problem(form: dict[str, Any], content: Any) -> str | None:
     if extra:
         return f"the form has unknown fields {extra} (the requested schema has only `answer`)"
     wants = form["properties"]["answer"]
-    problem = check_answer(content["answer"], wants, None)
+    answer = content["answer"]
+    if wants.get("description") == "JSON text" and isinstance(answer, str):
+        try:
+            loads_value(answer)
+        except DuplicateKey as e:  # which value was meant is not known
+            return f"field `answer`: {e}"
+        except ValueError:  # not JSON, too deep, NaN: kept as text (_form_answer)
+            pass
+    problem = check_answer(answer, wants, None)
     return f"field `answer`: {problem}" if problem else None
 
 
