@@ -1,7 +1,8 @@
 """An MCP client's form answer (``flowc serve --mcp``, an ``ask`` put as an elicitation) whose
 JSON text gives one key twice is refused naming the key, as ``flowc answer``, ``--answer`` and
 the terminal refuse it: the client is asked again saying so, and a second such answer fails the
-call with that message — not kept as text and failed later as "not an object".
+call with that message — not kept as text and failed later against the ask's type, by a
+message that did not name the key.
 
 Root cause: the form's "JSON text" field was parsed with every ``ValueError`` suppressed (too
 deep, NaN: kept as text), ``DuplicateKey`` among them; the form check (``form_problem``) now
