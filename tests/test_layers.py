@@ -62,6 +62,10 @@ LAYERS: dict[str, tuple[str, int]] = {
     "agentflow.flowtest": ("api", 5),
     "agentflow.flowtest_network": ("api", 5),  # flowc test's network guard
     "agentflow.flowtest_steps": ("api", 5),  # flowc test's stub step / stub ask
+    "agentflow.flowtest_case": ("api", 5),  # flowc test: one test block's run and expects
+    "agentflow.flowtest_stubs": ("api", 5),  # flowc test's stubs: router, tools, unused stubs
+    "agentflow.flowtest_cache": ("api", 5),  # flowc test's cache of passed tests
+    "agentflow.flowtest_report": ("api", 5),  # flowc test's outcomes and report
     "agentflow.ui": ("api", 5),  # flowc ui: the web console over the api's durable functions
     "agentflow.flowexplore": ("api", 5),
     "agentflow.client": ("api", 5),  # what `flowc gen python` modules call: runs through the api
