@@ -270,7 +270,9 @@ RUNTIME_RANKS: dict[str, tuple[str, int]] = {
     "genai_attributes": ("helpers", 0),
     "shape_cache": ("helpers", 0),
     "run_index": ("helpers", 0),
-    "config": ("config", 1),  # flow.toml
+    "config": ("config", 1),  # flow.toml: loading, the whole Config
+    "config_sections": ("config", 1),  # flow.toml's tables as models
+    "config_env": ("config", 1),  # flow.toml from the environment; missing key / no model
     "provider_options": ("config", 1),  # [providers.NAME] rules by kind, header ${VAR}s
     "config_errors": ("config", 1),  # flow.toml's errors in its terms: places, messages
     "config_check": ("config", 1),  # flowc check of flow.toml: load errors as diagnostics
