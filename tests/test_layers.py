@@ -62,6 +62,10 @@ LAYERS: dict[str, tuple[str, int]] = {
     "agentflow.flowtest": ("api", 5),
     "agentflow.flowtest_network": ("api", 5),  # flowc test's network guard
     "agentflow.flowtest_steps": ("api", 5),  # flowc test's stub step / stub ask
+    "agentflow.flowtest_case": ("api", 5),  # flowc test: one test block's run and expects
+    "agentflow.flowtest_stubs": ("api", 5),  # flowc test's stubs: router, tools, unused stubs
+    "agentflow.flowtest_cache": ("api", 5),  # flowc test's cache of passed tests
+    "agentflow.flowtest_report": ("api", 5),  # flowc test's outcomes and report
     "agentflow.ui": ("api", 5),  # flowc ui: the web console over the api's durable functions
     "agentflow.flowexplore": ("api", 5),
     "agentflow.client": ("api", 5),  # what `flowc gen python` modules call: runs through the api
@@ -266,7 +270,9 @@ RUNTIME_RANKS: dict[str, tuple[str, int]] = {
     "genai_attributes": ("helpers", 0),
     "shape_cache": ("helpers", 0),
     "run_index": ("helpers", 0),
-    "config": ("config", 1),  # flow.toml
+    "config": ("config", 1),  # flow.toml: loading, the whole Config
+    "config_sections": ("config", 1),  # flow.toml's tables as models
+    "config_env": ("config", 1),  # flow.toml from the environment; missing key / no model
     "provider_options": ("config", 1),  # [providers.NAME] rules by kind, header ${VAR}s
     "config_errors": ("config", 1),  # flow.toml's errors in its terms: places, messages
     "config_check": ("config", 1),  # flowc check of flow.toml: load errors as diagnostics

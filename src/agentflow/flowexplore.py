@@ -20,7 +20,8 @@ from agentflow.compiler.lowering import LoweringError, lower
 from agentflow.compiler.render import render_text
 from agentflow.core.vocabulary import UNANSWERED_FAIL
 from agentflow.errors import ErrorInfo, FlowError
-from agentflow.flowtest import _plan_tool_name, _where, virtual_sleep
+from agentflow.flowtest_case import _plan_tool_name, virtual_sleep
+from agentflow.flowtest_report import _where
 from agentflow.flowtest_steps import plan_steps
 from agentflow.ir.loader import load_plan_data
 from agentflow.runtime.config import Config, find_config, load_config

@@ -111,20 +111,20 @@ def test_an_unchanged_passing_test_is_cached_and_a_change_runs_it_again(tmp_path
     assert _test(str(path)).output.endswith("(2 cached)\n")
 
     # an upgrade that keeps the version number (or an edited editable install): a new build
-    import agentflow.flowtest
+    import agentflow.flowtest_cache
 
-    monkeypatch.setattr(agentflow.flowtest, "_build", lambda: "another build")
+    monkeypatch.setattr(agentflow.flowtest_cache, "_build", lambda: "another build")
     assert "(cached)" not in _test(str(path)).output
     assert _test(str(path)).output.endswith("(2 cached)\n")
 
 
 def test_the_build_fingerprint_is_of_the_installed_package_and_computed_once():
-    import agentflow.flowtest
+    import agentflow.flowtest_cache
 
-    agentflow.flowtest._build.cache_clear()
-    first = agentflow.flowtest._build()
-    assert len(first) == 64 and agentflow.flowtest._build() == first
-    assert agentflow.flowtest._build.cache_info().misses == 1
+    agentflow.flowtest_cache._build.cache_clear()
+    first = agentflow.flowtest_cache._build()
+    assert len(first) == 64 and agentflow.flowtest_cache._build() == first
+    assert agentflow.flowtest_cache._build.cache_info().misses == 1
 
 
 def test_failing_tests_are_never_cached(tmp_path):
