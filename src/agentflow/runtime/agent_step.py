@@ -21,7 +21,7 @@ from agentflow.core.vocabulary import MAX_ITERATIONS, Code
 from agentflow.errors import ConfigError, FlowError, RunError
 from agentflow.runtime import agent as agent_mod
 from agentflow.runtime.agent import DEFAULT_RESULT_CHARS, first_problem
-from agentflow.runtime.config import no_model_message
+from agentflow.runtime.config import missing_key_message, no_model_message
 from agentflow.runtime.control import ControlCall, ExitError
 from agentflow.runtime.effects import EffectRouter, UnitSpec
 from agentflow.runtime.expressions import render_value, to_json_value, to_text
@@ -295,6 +295,26 @@ def _in_agent_terms(ex: Any, target: Any, model: Any, error: FlowError) -> str:
     return str(error)
 
 
+def _check_computed_key(ex: Any, label: str, model: Any, path: str) -> None:
+    """Refuse a computed ``model "${…}"`` whose provider's key is unset (or unusable) before
+    its first call, with the message the up-front check gives a written model
+    (:func:`~agentflow.runtime.config.missing_key_message`), naming the agent as written:
+    ``model_error``. Nothing to check under the test model or a replay, or for a value that
+    does not resolve (the router reports it at the call)."""
+    cfg = ex.ctx.config
+    router = ex.ctx.router
+    if cfg is None or router is None or getattr(router, "answers_every_model", False):
+        return
+    missing = missing_key_message(cfg, (str(model),))
+    if missing:
+        who = f"agent({label})" if label != "default" else "the agent"
+        raise RunError(
+            Code.MODEL_ERROR,
+            f"{missing} (model '{model}', computed by {who}'s model \"${{…}}\")",
+            path,
+        )
+
+
 async def run_agent_step(call: ControlCall) -> Any:
     """The ``agent`` control step: render, resolve profile and tools, run the agent loop, and
     enforce ``require_final`` (``output_validation`` when no conforming answer came)."""
@@ -335,6 +355,7 @@ async def run_agent_step(call: ControlCall) -> Any:
         if model is None and profile.model:
             model = profile.model
     model = model or "chat"
+    computed = c.get("model") is not None and not isinstance(c["model"], str)  # a template
     call.announce(
         {
             "prompt": prompt,
@@ -349,6 +370,8 @@ async def run_agent_step(call: ControlCall) -> Any:
     )
     for message in pending:  # after the step's `step_started`: its ▶ line comes first
         call.warn(message)
+    if computed:  # known only now: the key check `flowc run` makes of a written model
+        _check_computed_key(ex, label, model, path)
     allowed = set(tool_names)
     hard_stop: list[BaseException] = []
 
