@@ -25,6 +25,7 @@ from agentflow.cli.common import (
     _out,
     _question_notice,
     _show_question,
+    _edited_since,
     _show_run_error,
     _telemetry_option,
     _trace_option,
@@ -166,6 +167,8 @@ def resume(
                 _show_question(run_id, q.path, q.question, q.choices, q.label, known.items())
 
     before, ended, file, ran = _run_before(place.url, run_id, place.started_in)
+    if before is None and ended is None:  # a plan's run goes on: its step lines follow
+        _note_edited(file, ran)
     why = str((before.error or {}).get("message") or "") if before is not None else ""
     # a durable question a Ctrl-C ended goes on from its record (DBOS); the earlier
     # interruption is one line, not its error as if this resume's
@@ -685,6 +688,7 @@ def redrive(
         )
     )
     plan = api.plan_from_text(spec["plan_text"], spec.get("plan_file") or "<durable>")
+    _note_edited(spec.get("plan_file"), _recorded_plan(spec))  # the new run runs RUN's plan
     # the new run's id: RUN's own (before any earlier redrive's suffix) + a fresh suffix
     new_id = api.redrive_id(run_id, secrets.token_hex(3))
     # answered as RUN was (its --model test or --replay cassette, recorded in its spec), as
@@ -721,6 +725,17 @@ def redrive(
         plan,
     )
     _finish(result, as_json, spec.get("plan_file") or "", _recorded_plan(spec))
+
+
+def _note_edited(file: str | None, ran: tuple[str, float] | None) -> None:
+    """One line on stderr when the `.flow` ``file`` of a durable run taken up again changed
+    since the run started (``ran``: its plan and start, common._edited_since): the positions
+    on its step lines are those of the run's own source, not of the file as it is now."""
+    if file and not file.startswith("<") and ran is not None and _edited_since(file, file, *ran):
+        _err(
+            f"note: {file} changed since the run started; the step positions shown refer to "
+            "the run's original source"
+        )
 
 
 def _recorded_plan(spec: Any) -> tuple[str, float] | None:
