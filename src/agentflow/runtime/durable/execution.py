@@ -47,7 +47,7 @@ from agentflow.runtime.durable.records import (
     check_readable,
     reading,
 )
-from agentflow.runtime.durable.run_info import Question, error_text
+from agentflow.runtime.durable.run_info import Question, error_text, worker_stopped_message
 from agentflow.runtime.durable.spec import (
     close_context,
     new_run_id,
@@ -416,17 +416,6 @@ async def _stopping_root(run_id: str, here: bool, outcome: Any, engine: Any) -> 
             waiting.cancel()
 
 
-def worker_stopped_message(name: str, run_id: str, error: BaseException) -> str:
-    """What ``flowc worker --name NAME`` says as it stops for run ``run_id``, which it cannot
-    build (``error``): why, where its units went, and how to go on."""
-    return (
-        f"worker {name} stopped: run {run_id} cannot be taken up by this process: {error}. "
-        f"The units it held go back to their queues for the fleet's other workers (the run's "
-        f"own process, or flowc resume {run_id}, puts them back); once this worker's "
-        f"environment is put right, start it again: flowc worker --name {name}"
-    )
-
-
 @on_engine(temporal_runs)
 async def work(
     url: str, name: str, *, sinks: list[Any] | None = None, telemetry: Any = None
@@ -434,7 +423,7 @@ async def work(
     """Be a worker of the fleet on ``url`` until cancelled: take units and runs from every
     queue; the pending work of an earlier worker named ``name`` is resumed first.  A run it
     cannot build (an API key unset here, a ``[tools]`` module missing) stops it: raises
-    :class:`ConfigError` (:func:`worker_stopped_message`) once the engine is shut down and its liveness lock free, so the
+    :class:`ConfigError` (:func:`~.run_info.worker_stopped_message`) once the engine is shut down and its liveness lock free, so the
     units it held go back to their queues for the other workers (docs/durable.md).
     ``telemetry``: export the spans of the units it runs, each into its run's trace."""
 
