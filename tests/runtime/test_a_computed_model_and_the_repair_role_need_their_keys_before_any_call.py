@@ -1,8 +1,9 @@
-"""The keys a run's models need that the up-front check of a written model does not see: the
+"""The keys a run's models need that the up-front check of a written model did not see: the
 `repair` role's model (called only for an answer that does not conform) is checked before the
-first step like the others; a computed `model "${…}"` is known only when its step runs, and that
-step fails there — before any model call — with the up-front check's message, naming the agent
-as written (docs/reference/configuration.md "Models (roles)")."""
+first step like the others, and so is a `model "${input.m}"` computed from the run's input
+alone; a model computed from anything else (an earlier stage's value) is known only when its
+step runs, and that step fails there — before any model call — with the up-front check's
+message, naming the agent as written (docs/reference/configuration.md "Models (roles)")."""
 
 from __future__ import annotations
 
@@ -38,6 +39,11 @@ from pathlib import Path
 def mark(x: int) -> int:
     Path(__file__).with_name("marked").write_text("ran")
     return x
+
+
+def pick(m: str) -> str:
+    Path(__file__).with_name("marked").write_text("ran")
+    return m
 """
 
 COMPUTED = """\
@@ -47,6 +53,16 @@ extern tool user__mark(x: int) -> int
 type Note { note: text }
 stage a -> int { user__mark(x: 1) }
 stage b -> Note { agent(helper) { task "hi ${a}" model "${input.m}" tools none expect Note } }
+"""
+
+# the model is an earlier stage's value: known only when stage `b` runs
+FROM_A_STAGE = """\
+use agent "helper" as helper
+input { m: text }
+extern tool user__pick(m: text) -> text
+type Note { note: text }
+stage a -> text { user__pick(m: input.m) }
+stage b -> Note { agent(helper) { task "hi" model "${a}" tools none expect Note } }
 """
 
 
@@ -60,11 +76,25 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+def test_a_model_computed_from_the_input_without_its_key_is_refused_before_the_first_step(
+    project: Path,
+) -> None:
+    with pytest.raises(ConfigError) as refused:
+        api.run_sync(
+            project / "c.flow", {"m": "second:m2"}, config=project / "flow.toml", workspace=project
+        )
+    assert str(refused.value).startswith(
+        "the environment variable SECOND_KEY (the API key of provider 'second', [providers.second]"
+    )
+    assert not (project / "marked").exists()  # nothing ran
+
+
 def test_a_computed_model_without_its_key_fails_its_step_before_calling_with_the_same_message(
     project: Path,
 ) -> None:
+    (project / "s.flow").write_text(FROM_A_STAGE)
     result = api.run_sync(
-        project / "c.flow",
+        project / "s.flow",
         {"m": "second:m2"},
         config=project / "flow.toml",
         workspace=project,
@@ -76,7 +106,7 @@ def test_a_computed_model_without_its_key_fails_its_step_before_calling_with_the
         "the environment variable SECOND_KEY (the API key of provider 'second', [providers.second]"
     )
     assert "model 'second:m2', computed by agent(helper)'s" in message
-    assert (project / "marked").exists()  # stage `a` ran: the value was known only at `b`
+    assert (project / "marked").exists()  # stage `a` ran: the model was known only at `b`
     assert result.usage["inferences"] == 0  # refused before any call, not after retries
 
 

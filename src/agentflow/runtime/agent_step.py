@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 from agentflow.core.diagnostics import did_you_mean
 from agentflow.core.vocabulary import MAX_ITERATIONS, Code
 from agentflow.errors import ConfigError, FlowError, RunError
+from agentflow.ir.models import Plan, Step, plan_nodes
+from agentflow.ir.templates import compile_value, template_refs
 from agentflow.runtime import agent as agent_mod
 from agentflow.runtime.agent import DEFAULT_RESULT_CHARS, first_problem
 from agentflow.runtime.config import missing_key_message, no_model_message
@@ -31,7 +33,6 @@ from agentflow.runtime.tools.catalog import Tool, match_pattern
 from agentflow.runtime.where import OUTLINED_MARK, is_outlined
 
 if TYPE_CHECKING:
-    from agentflow.ir.models import Plan
     from agentflow.runtime.config import AgentProfile, TeamMember
     from agentflow.runtime.executor import Executor, Frame
     from agentflow.runtime.models.budget import Budget
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_DENIED",
     "OUTLINED_MARK",
+    "input_models",
     "is_outlined",
     "member_choices",
     "resolve_tools",
@@ -293,6 +295,33 @@ def _in_agent_terms(ex: Any, target: Any, model: Any, error: FlowError) -> str:
     if isinstance(target, dict) and target.get("kind") == "alias" and isinstance(name, str):
         return no_model_message(cfg, agents=[name])
     return str(error)
+
+
+def input_models(plan: Plan, input: Any) -> list[str]:
+    """The models the agent steps of ``plan`` itself compute from the run's ``input`` alone
+    (``model "${input.m}"``), rendered now, in the order met: what the key check before the
+    run looks at too (api_run). Its sub-plans are left out (their ``input`` is their own), and
+    so is a model that reads anything else (an earlier stage's value): it is known only at its
+    step, which checks it then (:func:`_check_computed_key`)."""
+    out: list[str] = []
+    for node in plan_nodes(plan):
+        if isinstance(node, Plan) and node is not plan:
+            break  # the sub-plans come last
+        if not (isinstance(node, Step) and node.tool_name == "agent"):
+            continue
+        model = node.input.get("model") if isinstance(node.input, dict) else None
+        if not isinstance(model, str) or "{{" not in model:
+            continue  # none, or written: checked with the others
+        try:
+            compiled = compile_value(model, conditions=False)
+            if template_refs(compiled) != {"input"}:
+                continue  # it reads more than the input
+            value = render_value(compiled, {"input": input})
+        except (FlowError, LookupError, TypeError, ValueError):
+            continue  # a value the input does not give: the step says so
+        if isinstance(value, str) and value.strip() and value not in out:
+            out.append(value)
+    return out
 
 
 def _check_computed_key(ex: Any, label: str, model: Any, path: str) -> None:
