@@ -328,11 +328,14 @@ def _check_computed_key(ex: Any, label: str, model: Any, path: str) -> None:
     """Refuse a computed ``model "${…}"`` whose provider's key is unset (or unusable) before
     its first call, with the message the up-front check gives a written model
     (:func:`~agentflow.runtime.config.missing_key_message`), naming the agent as written:
-    ``model_error``. Nothing to check under the test model or a replay, or for a value that
-    does not resolve (the router reports it at the call)."""
+    ``model_error``. Nothing to check under the test model or a replay, while a resumed
+    durable run replays its recorded calls, or for a value that does not resolve (the router
+    reports it at the call)."""
     cfg = ex.ctx.config
     router = ex.ctx.router
     if cfg is None or router is None or getattr(router, "answers_every_model", False):
+        return
+    if ex.effects.replaying():  # a resumed durable run: its recorded calls need no key
         return
     missing = missing_key_message(cfg, (str(model),))
     if missing:
