@@ -39,6 +39,7 @@ from agentflow.ir.loader import load_plan_text
 from agentflow.ir.models import Plan
 from agentflow.runtime import durable as durable_runs  # loaded on first use: a plain run loads none
 from agentflow.runtime import interrupt
+from agentflow.runtime.agent_step import input_models
 from agentflow.runtime.config import (
     Config,
     missing_key_message,
@@ -302,7 +303,9 @@ async def run(
         check_plan_tools(plan, catalog, config)
         await check_plan_arguments(plan, catalog, config)
         if router is None:
-            router = _own_router(config, plan, model=model, replay=replay, record=record)
+            router = _own_router(
+                config, plan, model=model, replay=replay, record=record, input=input
+            )
             stack.push_async_callback(_closed, router.aclose)  # the HTTP connection pools
         with contextlib.ExitStack() as early:  # sinks made here, closed if the run never starts
             all_sinks = list(sinks)
@@ -531,11 +534,20 @@ async def _closed(close: Callable[[], Any]) -> None:
         await close()
 
 
-def _own_router(config: Config, plan: Plan, *, model: str | None, replay: Any, record: Any) -> Any:
+def _own_router(
+    config: Config,
+    plan: Plan,
+    *,
+    model: str | None,
+    replay: Any,
+    record: Any,
+    input: Any = None,
+) -> Any:
     """The model router :func:`run` makes when it is given none: the test model for ``model``,
     a replay of ``replay``, else the configured models (recording to ``record``). Raises
     :class:`ConfigError` for a bad ``model`` option, or a plan that needs a model when none is
-    configured or its key is missing."""
+    configured or its key is missing — of a model computed from ``input`` alone
+    (``model "${input.m}"``: :func:`~agentflow.runtime.agent_step.input_models`) too."""
     if model is not None:
         try:
             seed, call_tools = parse_model_option(model, "model")
@@ -548,7 +560,8 @@ def _own_router(config: Config, plan: Plan, *, model: str | None, replay: Any, r
         refused = plan_model_refusal(config, plan)
         if refused is not None:
             raise ConfigError(refused)
-        missing = missing_key_message(config, plan_model_refs(config, plan))
+        refs = (*plan_model_refs(config, plan), *input_models(plan, input or {}))
+        missing = missing_key_message(config, refs)
         if missing:  # every provider the agents use, not only the chat role's
             raise ConfigError(missing)
     if record is not None:

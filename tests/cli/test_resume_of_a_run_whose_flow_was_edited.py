@@ -69,3 +69,46 @@ def test_a_flow_only_touched_since_the_run_started_is_not_taken_as_changed(
     assert _edited_since(str(flow), str(flow), text, started)  # no longer compiles
     flow.unlink()
     assert _edited_since(str(flow), str(flow), text, started)  # gone
+
+
+def test_the_step_lines_of_a_resumed_run_whose_flow_changed_follow_a_note_on_their_positions(
+    tmp_path: Path,
+) -> None:
+    flow = tmp_path / "ask6.flow"
+    flow.write_text(FLOW)
+    run = start_flowc(tmp_path, "run", "ask6.flow", "--durable", "--run-id", "e6")
+    try:
+        wait_asked(tmp_path / ".flowc" / "durable.sqlite", "e6", run)
+    finally:
+        run.kill()
+        run.communicate()
+    flow.write_text(FLOW.replace("stage s", "// one\n// two\nstage s"))
+    answered = subprocess.run(flowc("answer", "e6", "j", "0"), cwd=tmp_path, capture_output=True)
+    assert answered.returncode == 0, answered.stderr.decode()
+    resumed = subprocess.run(flowc("resume", "e6"), cwd=tmp_path, capture_output=True)
+    err = resumed.stderr.decode().splitlines()
+    assert resumed.returncode == 0, err
+    note = (
+        "note: ask6.flow changed since the run started; the step positions shown refer to the "
+        "run's original source"
+    )
+    assert err.count(note) == 1, err
+    steps = [i for i, line in enumerate(err) if line.startswith(("▶", "✓"))]
+    assert steps and err.index(note) < steps[0], err  # said before the first step line
+    assert any("ask6.flow:3:11" in line for line in err), err  # the run's `ask`: line 3
+
+
+def test_a_resumed_run_whose_flow_is_unchanged_has_no_note(tmp_path: Path) -> None:
+    flow = tmp_path / "ask7.flow"
+    flow.write_text(FLOW)
+    run = start_flowc(tmp_path, "run", "ask7.flow", "--durable", "--run-id", "e7")
+    try:
+        wait_asked(tmp_path / ".flowc" / "durable.sqlite", "e7", run)
+    finally:
+        run.kill()
+        run.communicate()
+    answered = subprocess.run(flowc("answer", "e7", "j", "0"), cwd=tmp_path, capture_output=True)
+    assert answered.returncode == 0, answered.stderr.decode()
+    resumed = subprocess.run(flowc("resume", "e7"), cwd=tmp_path, capture_output=True)
+    assert resumed.returncode == 0, resumed.stderr.decode()
+    assert "changed since the run started" not in resumed.stderr.decode()

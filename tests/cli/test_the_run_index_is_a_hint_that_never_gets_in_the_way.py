@@ -125,7 +125,7 @@ def test_a_run_on_a_database_of_its_own_is_named_by_that_database(tmp: Path) -> 
     rel2 = run_index.recall("db2").database
     assert rel2 is not None and rel2.endswith("rel2.sqlite") and Path(rel2).is_file()
     os.chdir(tmp / "elsewhere")
-    listed = flowc_in_process("runs")
+    listed = flowc_in_process("runs", "--elsewhere")  # a sibling: named with --elsewhere
     assert f"(the latest: db2): flowc runs --database {rel2}\n" in listed.stderr, listed.stderr
     shown = flowc_in_process("runs", "show", "db2")
     assert shown.exit_code == 0, shown.output
@@ -180,7 +180,7 @@ def test_runs_does_not_offer_a_deleted_project(tmp: Path) -> None:
         )
     shutil.rmtree(tmp / "projC")
     os.chdir(tmp / "elsewhere")
-    listed = flowc_in_process("runs")
+    listed = flowc_in_process("runs", "--elsewhere")
     assert "(the latest: projB): flowc runs --config " in listed.stderr, listed.stderr
     assert "projC" not in listed.stderr, listed.stderr
 
@@ -202,7 +202,7 @@ def test_a_run_whose_flow_toml_names_another_database_now_is_named_by_its_own(tm
     shown = flowc_in_process("runs", "show", "old1")
     assert shown.exit_code == 0, shown.output
     assert f"note: run old1 is in {old_db}, where it was started" in shown.stderr, shown.output
-    listed = flowc_in_process("runs")
+    listed = flowc_in_process("runs", "--elsewhere")
     assert f"(the latest: old1): flowc runs --database {old_db}" in listed.stderr, listed.output
     again = flowc_in_process("runs", "--database", str(old_db))
     assert again.exit_code == 0 and "old1" in again.output, again.output

@@ -76,7 +76,7 @@ def test_the_keys_checked_are_the_chat_roles_and_each_model_an_agent_names(
 ) -> None:
     config = load_config(project / "flow.toml")
     plan = api.load(project / "k.flow")
-    assert plan_model_refs(config, plan) == ("chat", "second:m2")
+    assert plan_model_refs(config, plan) == ("chat", "second:m2", "repair")
     problem = model_problem(config, plan=plan)  # what `flowc resume` refuses with too
     assert problem is not None and "SECOND_KEY" in problem
 
@@ -86,7 +86,7 @@ def test_a_model_written_on_the_agent_is_checked_too(project: Path) -> None:
     written = FLOW.replace('task "hi" tools none', 'task "hi" model "second:m3" tools none')
     (project / "w.flow").write_text(written.replace("agent(writer)", "agent(helper)"))
     plan = api.load(project / "w.flow")
-    assert plan_model_refs(config, plan) == ("chat", "second:m3")
+    assert plan_model_refs(config, plan) == ("chat", "second:m3", "repair")
 
 
 def test_a_written_model_wins_over_the_profile_whose_key_is_then_not_needed(
@@ -98,7 +98,7 @@ def test_a_written_model_wins_over_the_profile_whose_key_is_then_not_needed(
         FLOW.replace('task "hi" tools none', 'task "hi" model "first:m" tools none')
     )
     plan = api.load(project / "o.flow")
-    assert plan_model_refs(config, plan) == ("chat", "first:m")
+    assert plan_model_refs(config, plan) == ("chat", "first:m", "repair")
     assert model_problem(config, plan=plan) is None
 
 
@@ -115,6 +115,10 @@ def test_a_teams_main_needs_only_its_main_members_model(project: Path) -> None:
         'stage b -> Note { agent(dev.main) { task "hi" tools none expect Note } }\n'
     )
     (project / "t.flow").write_text(flow)
-    assert plan_model_refs(config, api.load(project / "t.flow")) == ("chat", "first:lead")
+    assert plan_model_refs(config, api.load(project / "t.flow")) == ("chat", "first:lead", "repair")
     (project / "u.flow").write_text(flow.replace("dev.main", 'dev.member("backend")'))
-    assert plan_model_refs(config, api.load(project / "u.flow")) == ("chat", "second:back")
+    assert plan_model_refs(config, api.load(project / "u.flow")) == (
+        "chat",
+        "second:back",
+        "repair",
+    )

@@ -522,12 +522,16 @@ def run(
     _check_run_options(workspace, record, replay, trace)
     if model is not None and (record or replay):
         raise click.UsageError("--model cannot be used with --record or --replay")
+    snapshot: dict[str, str] = {}
     try:
         data = api.parse_input(input_)
         if input_ is None and reuse is not None:
             data = None  # the reused run's input (api.run), as the console's "run again"
         if target.endswith(".flow"):
-            plan = _load_flow(target)
+            # its text as the run compiled it: an error's excerpt is drawn from it, not from
+            # the file edited while the run went on
+            snapshot[target] = api.read_source(target)
+            plan = _load_flow(target, snapshot[target])
         else:
             plan = api.load(target)
         console = api.console_sink()
@@ -586,7 +590,8 @@ def run(
         _err(_render(e.diagnostics, e.sources, "text"))
         sys.exit(1)
     except RunError as e:  # a step that cannot run, found before the run starts
-        _show_run_error(ErrorInfo(e.code, e.message, e.step_path, e.source, where=e.where), target)
+        error = ErrorInfo(e.code, e.message, e.step_path, e.source, where=e.where)
+        _show_run_error(error, target, texts=snapshot)
         sys.exit(1)
     except FlowError as e:
         _err(error_text(e))
@@ -607,7 +612,7 @@ def run(
         sys.exit(interrupted.exit_code)
     if result.status not in ("ok", "exited"):
         if result.error is not None:
-            _show_run_error(result.error, target)
+            _show_run_error(result.error, target, texts=snapshot)
         else:  # pragma: no cover - a failed run always says why
             _err(f"error: the run ended with status {result.status}")
         sys.exit(1)
@@ -644,8 +649,11 @@ def _database_note(target: str, config: str | None, database: str | None) -> str
     )
 
 
-def _load_flow(target: str) -> Any:
-    compiled = api.compile_flow(target)  # warnings do not block a run; `flowc check` shows them
+def _load_flow(target: str, text: str) -> Any:
+    """The plan of the `.flow` ``target`` whose source is ``text`` (exits on a library)."""
+    compiled = api.compile_source(
+        text, target
+    )  # warnings do not block a run; `flowc check` shows them
     _note_test_errors(compiled)
     if compiled.library:  # types for other flows to import (programs.md "Libraries")
         _err(f"error: {api.library_message(target, compiled)}")

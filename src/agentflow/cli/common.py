@@ -11,6 +11,7 @@ import math
 import os
 import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -369,8 +370,17 @@ def _finite_only(value: Any) -> Any:
 
 
 def _show_run_error(
-    error: ErrorInfo | dict[str, Any], target: str, ran: tuple[str, float] | None = None
+    error: ErrorInfo | dict[str, Any],
+    target: str,
+    ran: tuple[str, float] | None = None,
+    texts: Mapping[str, str] | None = None,
 ) -> None:
+    """Say a run's ``error`` on stderr: its code, the step in the `.flow`'s terms, and the
+    excerpt of its place in ``target``. ``ran``: a durable run's compiled plan and start time,
+    to tell a file changed since (its place is then only named); ``texts``: the sources the
+    run was compiled from, by path (a plain run's snapshot at its start), whose lines are
+    shown whatever the file holds now."""
+    texts = texts or {}
     error = ErrorInfo.from_dict(error) or ErrorInfo(Code.FAILED, "the run failed")
     label = error.get("label")  # the failed step in the .flow's terms (runtime/where.py)
     loc = Span.parse(error.source)
@@ -382,7 +392,7 @@ def _show_run_error(
     ):
         # a compiled plan's `finish` is its last stage's value: named so, at its `return`
         with contextlib.suppress(OSError, ValueError, FlowError):
-            place = api.output_place(Path(target).read_text(encoding="utf-8"), target)
+            place = api.output_place(_text_of(target, texts), target)
             if place is not None:
                 label, loc = place
     if label and error.step_path:
@@ -395,7 +405,7 @@ def _show_run_error(
         if shown is None:  # a called flow's file that cannot be found from here: its place
             _err(f"  --> {loc}")
             return
-        if ran is not None and _edited_since(target, shown, *ran):
+        if shown not in texts and ran is not None and _edited_since(target, shown, *ran):
             # the file on disk is not the run's: its line there would be another's code
             _err(
                 f"  note: {shown} changed since the run started; the place is line "
@@ -403,7 +413,7 @@ def _show_run_error(
             )
             return
         try:
-            lines = source_lines(Path(shown).read_text(encoding="utf-8"))
+            lines = source_lines(_text_of(shown, texts))
             line, column, width = loc.line, loc.column, 1
             # the caret on the expression the message names (`ticket[0]`), when it is written
             # so in the step; else on the step
@@ -417,6 +427,12 @@ def _show_run_error(
             _err("   | " + " " * start + "^" * width)
         except (ValueError, IndexError, OSError):
             pass
+
+
+def _text_of(file: str, texts: Mapping[str, str]) -> str:
+    """The source of ``file`` as the run read it (``texts``), else as it is now."""
+    known = texts.get(file)
+    return known if known is not None else Path(file).read_text(encoding="utf-8")
 
 
 def _edited_since(target: str, shown: str, plan_text: str, started: float) -> bool:

@@ -18,6 +18,7 @@ from agentflow.cli.common import (
     _ask_finish,
     _ask_progress,
     _checked_run_id,
+    _edited_since,
     _err,
     _fail,
     _json_out,
@@ -166,6 +167,8 @@ def resume(
                 _show_question(run_id, q.path, q.question, q.choices, q.label, known.items())
 
     before, ended, file, ran = _run_before(place.url, run_id, place.started_in)
+    if before is None and ended is None:  # a plan's run goes on: its step lines follow
+        _note_edited(file, ran)
     why = str((before.error or {}).get("message") or "") if before is not None else ""
     # a durable question a Ctrl-C ended goes on from its record (DBOS); the earlier
     # interruption is one line, not its error as if this resume's
@@ -282,6 +285,11 @@ STEP_STATUS_WIDTH = max(len(s) for s in STEP_STATUSES)
     help="Only the runs of this status (unfinished: running, waiting or stopped).",
 )  # fmt: skip
 @click.option("--plan", metavar="NAME", help="Only the runs whose plan's name holds NAME.")
+@click.option(
+    "--elsewhere", is_flag=True,
+    help="Where no run is found, name the databases runs were started on from other "
+    "directories too (the per-user index of runs), not only from here and below.",
+)  # fmt: skip
 @click.pass_context
 def runs(
     ctx: click.Context,
@@ -292,6 +300,7 @@ def runs(
     list_all: bool,
     status: str | None,
     plan: str | None,
+    elsewhere: bool,
 ) -> None:
     """List durable runs (newest first) with their status and pending questions: the newest
     50 (--limit N, --all), of one status (--status) or plan (--plan); a last line says how
@@ -319,7 +328,7 @@ def runs(
         what = f"no durable runs{_filtered(status, plan)}"
         _err(what + (f" (no database at {missing})" if missing else ""))
         if config is None and database is None:
-            _elsewhere(url)
+            _elsewhere(url, everywhere=elsewhere)
         return
     width = max(len(r.run_id) for r in found)  # the statuses line up whatever the ids
     for r in found:
@@ -340,15 +349,55 @@ def runs(
         _say(more)
 
 
-def _elsewhere(url: str) -> None:
+#: How many databases ``flowc runs``' "started elsewhere" hint names at most.
+ELSEWHERE_SHOWN = 3
+
+
+def _near(entry: Any, cwd: str) -> bool:
+    """True when the run of index ``entry`` belongs here: it was started in the current
+    directory ``cwd`` (real path) or below it, or its ``flow.toml`` or database is there — or
+    its line records none of these (an earlier flowc's), which cannot tell."""
+    import os
+
+    places = [
+        p
+        for p in (
+            entry.cwd,
+            os.path.dirname(entry.config) if entry.config else None,
+            os.path.dirname(entry.database) if entry.database else None,
+        )
+        if p
+    ]
+    try:
+        real = [os.path.realpath(p) for p in places]
+    except (OSError, ValueError):
+        return True
+    return not real or any(p == cwd or p.startswith(cwd + os.sep) for p in real)
+
+
+def _elsewhere(url: str, *, everywhere: bool = False) -> None:
     """Under ``flowc runs``' "no durable runs": the databases runs were last started on from
-    anywhere (the per-user index of runs), as the ``flowc runs`` that lists each."""
+    here or below (the per-user index of runs: a project under the current directory), as
+    the ``flowc runs`` that lists each; those of other directories only with ``everywhere``
+    (``--elsewhere``), else counted in one line (docs/decisions.md "flowc runs names only this
+    directory's other databases")."""
     import os
 
     here = url.split("?", 1)[0]
-    for entry in api.recent_durable_databases():
+    try:
+        cwd = os.path.realpath(os.getcwd())
+    except OSError:
+        cwd = ""
+    shown = far = 0
+    for entry in api.recent_durable_databases(limit=20):
         if entry.database is not None and here == f"sqlite:///{entry.database}":
             continue
+        if not everywhere and not _near(entry, cwd):
+            far += 1
+            continue
+        if shown == ELSEWHERE_SHOWN:
+            continue
+        shown += 1
         # a run started with a database of its own (--database) is found there, not in
         # its flow.toml's
         by_config = entry.config is not None and not (entry.own and (entry.database or entry.url))
@@ -365,6 +414,11 @@ def _elsewhere(url: str) -> None:
             pass
         option = f"--config {shlex.quote(path)}" if by_config else f"--database {shlex.quote(path)}"
         _err(f"  runs were started elsewhere (the latest: {entry.run_id}): flowc runs {option}")
+    if far:
+        _err(
+            f"  {far} other database{'s hold' if far > 1 else ' holds'} runs started in other "
+            f"directories: flowc runs --elsewhere names {'them' if far > 1 else 'it'}"
+        )
 
 
 def _by_url(url: str | None) -> str:
@@ -685,6 +739,7 @@ def redrive(
         )
     )
     plan = api.plan_from_text(spec["plan_text"], spec.get("plan_file") or "<durable>")
+    _note_edited(spec.get("plan_file"), _recorded_plan(spec))  # the new run runs RUN's plan
     # the new run's id: RUN's own (before any earlier redrive's suffix) + a fresh suffix
     new_id = api.redrive_id(run_id, secrets.token_hex(3))
     # answered as RUN was (its --model test or --replay cassette, recorded in its spec), as
@@ -721,6 +776,17 @@ def redrive(
         plan,
     )
     _finish(result, as_json, spec.get("plan_file") or "", _recorded_plan(spec))
+
+
+def _note_edited(file: str | None, ran: tuple[str, float] | None) -> None:
+    """One line on stderr when the `.flow` ``file`` of a durable run taken up again changed
+    since the run started (``ran``: its plan and start, common._edited_since): the positions
+    on its step lines are those of the run's own source, not of the file as it is now."""
+    if file and not file.startswith("<") and ran is not None and _edited_since(file, file, *ran):
+        _err(
+            f"note: {file} changed since the run started; the step positions shown refer to "
+            "the run's original source"
+        )
 
 
 def _recorded_plan(spec: Any) -> tuple[str, float] | None:

@@ -19,9 +19,11 @@ from typing import TYPE_CHECKING, Any
 from agentflow.core.diagnostics import did_you_mean
 from agentflow.core.vocabulary import MAX_ITERATIONS, Code
 from agentflow.errors import ConfigError, FlowError, RunError
+from agentflow.ir.models import Plan, Step, plan_nodes
+from agentflow.ir.templates import compile_value, template_refs
 from agentflow.runtime import agent as agent_mod
 from agentflow.runtime.agent import DEFAULT_RESULT_CHARS, first_problem
-from agentflow.runtime.config import no_model_message
+from agentflow.runtime.config import missing_key_message, no_model_message
 from agentflow.runtime.control import ControlCall, ExitError
 from agentflow.runtime.effects import EffectRouter, UnitSpec
 from agentflow.runtime.expressions import render_value, to_json_value, to_text
@@ -31,7 +33,6 @@ from agentflow.runtime.tools.catalog import Tool, match_pattern
 from agentflow.runtime.where import OUTLINED_MARK, is_outlined
 
 if TYPE_CHECKING:
-    from agentflow.ir.models import Plan
     from agentflow.runtime.config import AgentProfile, TeamMember
     from agentflow.runtime.executor import Executor, Frame
     from agentflow.runtime.models.budget import Budget
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_DENIED",
     "OUTLINED_MARK",
+    "input_models",
     "is_outlined",
     "member_choices",
     "resolve_tools",
@@ -295,6 +297,56 @@ def _in_agent_terms(ex: Any, target: Any, model: Any, error: FlowError) -> str:
     return str(error)
 
 
+def input_models(plan: Plan, input: Any) -> list[str]:
+    """The models the agent steps of ``plan`` itself compute from the run's ``input`` alone
+    (``model "${input.m}"``), rendered now, in the order met: what the key check before the
+    run looks at too (api_run). Its sub-plans are left out (their ``input`` is their own), and
+    so is a model that reads anything else (an earlier stage's value): it is known only at its
+    step, which checks it then (:func:`_check_computed_key`)."""
+    out: list[str] = []
+    for node in plan_nodes(plan):
+        if isinstance(node, Plan) and node is not plan:
+            break  # the sub-plans come last
+        if not (isinstance(node, Step) and node.tool_name == "agent"):
+            continue
+        model = node.input.get("model") if isinstance(node.input, dict) else None
+        if not isinstance(model, str) or "{{" not in model:
+            continue  # none, or written: checked with the others
+        try:
+            compiled = compile_value(model, conditions=False)
+            if template_refs(compiled) != {"input"}:
+                continue  # it reads more than the input
+            value = render_value(compiled, {"input": input})
+        except (FlowError, LookupError, TypeError, ValueError):
+            continue  # a value the input does not give: the step says so
+        if isinstance(value, str) and value.strip() and value not in out:
+            out.append(value)
+    return out
+
+
+def _check_computed_key(ex: Any, label: str, model: Any, path: str) -> None:
+    """Refuse a computed ``model "${…}"`` whose provider's key is unset (or unusable) before
+    its first call, with the message the up-front check gives a written model
+    (:func:`~agentflow.runtime.config.missing_key_message`), naming the agent as written:
+    ``model_error``. Nothing to check under the test model or a replay, while a resumed
+    durable run replays its recorded calls, or for a value that does not resolve (the router
+    reports it at the call)."""
+    cfg = ex.ctx.config
+    router = ex.ctx.router
+    if cfg is None or router is None or getattr(router, "answers_every_model", False):
+        return
+    if ex.effects.replaying():  # a resumed durable run: its recorded calls need no key
+        return
+    missing = missing_key_message(cfg, (str(model),))
+    if missing:
+        who = f"agent({label})" if label != "default" else "the agent"
+        raise RunError(
+            Code.MODEL_ERROR,
+            f"{missing} (model '{model}', computed by {who}'s model \"${{…}}\")",
+            path,
+        )
+
+
 async def run_agent_step(call: ControlCall) -> Any:
     """The ``agent`` control step: render, resolve profile and tools, run the agent loop, and
     enforce ``require_final`` (``output_validation`` when no conforming answer came)."""
@@ -335,6 +387,7 @@ async def run_agent_step(call: ControlCall) -> Any:
         if model is None and profile.model:
             model = profile.model
     model = model or "chat"
+    computed = c.get("model") is not None and not isinstance(c["model"], str)  # a template
     call.announce(
         {
             "prompt": prompt,
@@ -349,6 +402,8 @@ async def run_agent_step(call: ControlCall) -> Any:
     )
     for message in pending:  # after the step's `step_started`: its ▶ line comes first
         call.warn(message)
+    if computed:  # known only now: the key check `flowc run` makes of a written model
+        _check_computed_key(ex, label, model, path)
     allowed = set(tool_names)
     hard_stop: list[BaseException] = []
 

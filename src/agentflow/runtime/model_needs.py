@@ -73,9 +73,14 @@ def plan_model_refs(config: Config, plan: Plan) -> tuple[str, ...]:
     computed one is known only when the step runs), the ``model`` of the team member a step
     calls (``team.main``'s main member, a member named as written; every member for a computed
     one) — and the ``judge`` role (a judged
-    ``filter``, a ``verify`` judge) and ``solver`` role (a solver finish) when used. The
-    ``repair`` role, called only for an answer that does not conform, is not among them. A reference that does not resolve is left to the router to report."""
+    ``filter``, a ``verify`` judge) and ``solver`` role (a solver finish) when used, and the
+    ``repair`` role when an agent step may repair an answer that does not conform (its
+    ``repair_attempts``, default 1): called only then, but a key it lacks would otherwise show
+    only mid-run. A computed ``model "${…}"`` is checked by the step once its value is known
+    (runtime/agent_step.py). A reference that does not resolve is left to the router to
+    report."""
     refs: list[str] = ["chat"]
+    repairs = False
 
     def add(ref: Any) -> None:
         if isinstance(ref, str) and ref.strip() and "{{" not in ref and ref not in refs:
@@ -89,6 +94,7 @@ def plan_model_refs(config: Config, plan: Plan) -> tuple[str, ...]:
         if not (isinstance(node, Step) and node.tool_name in _MODEL_STEPS):
             continue
         inp = node.input if isinstance(node.input, dict) else {}
+        repairs = repairs or inp.get("repair_attempts", 1) != 0
         target = inp.get("agent")
         kind = target.get("kind") if isinstance(target, dict) else None
         if inp.get("model") is not None:
@@ -107,6 +113,8 @@ def plan_model_refs(config: Config, plan: Plan) -> tuple[str, ...]:
             for name, member in team.members.items() if team is not None else ():
                 if named is None or name == named:
                     add(member.model)
+    if repairs:
+        add("repair")  # unset, it is the `default` model (docs/models.md "Roles")
     return tuple(refs)
 
 

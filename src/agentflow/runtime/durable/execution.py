@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentflow.core.vocabulary import Code
-from agentflow.errors import Cancelled, ErrorInfo, InputError
+from agentflow.errors import Cancelled, ConfigError, ErrorInfo, FlowError, InputError
 from agentflow.ir.dump import dump_plan
 from agentflow.runtime.durable import dbos_engine, dbos_launch, temporal_runs
 from agentflow.runtime.durable.asking import ASK_PLAN_FILE, ASK_PLAN_TEXT, ask_plan, ask_spec
@@ -42,12 +42,12 @@ from agentflow.runtime.durable.dbos_system import (
     start_sync,
     workflow_exists,
 )
-from agentflow.runtime.durable.liveness import watch_run, worker_lock
+from agentflow.runtime.durable.liveness import stop_on_untaken, watch_run, worker_lock
 from agentflow.runtime.durable.records import (
     check_readable,
     reading,
 )
-from agentflow.runtime.durable.run_info import Question, error_text
+from agentflow.runtime.durable.run_info import Question, error_text, worker_stopped_message
 from agentflow.runtime.durable.spec import (
     close_context,
     new_run_id,
@@ -421,7 +421,10 @@ async def work(
     url: str, name: str, *, sinks: list[Any] | None = None, telemetry: Any = None
 ) -> None:
     """Be a worker of the fleet on ``url`` until cancelled: take units and runs from every
-    queue; the pending work of an earlier worker named ``name`` is resumed first.
+    queue; the pending work of an earlier worker named ``name`` is resumed first.  A run it
+    cannot build (an API key unset here, a ``[tools]`` module missing) stops it: raises
+    :class:`ConfigError` (:func:`~.run_info.worker_stopped_message`) once the engine is shut down and its liveness lock free, so the
+    units it held go back to their queues for the other workers (docs/durable.md).
     ``telemetry``: export the spans of the units it runs, each into its run's trace."""
 
     with process_telemetry(sinks, telemetry) as process_sinks:
@@ -429,11 +432,23 @@ async def work(
         try:
             # the worker's liveness lock, held from before it takes any unit until its process
             # ends: while it is held nobody recovers its units (liveness.py)
-            with worker_lock(url, name):
+            loop = asyncio.get_running_loop()
+            untaken: asyncio.Future[tuple[str, FlowError]] = loop.create_future()
+
+            def stop(run_id: str, error: FlowError) -> None:  # from the engine's threads too
+                def first() -> None:
+                    if not untaken.done():
+                        untaken.set_result((run_id, error))
+
+                loop.call_soon_threadsafe(first)
+
+            with worker_lock(url, name), stop_on_untaken(stop):
                 try:
                     open_database(url, executor_id=f"worker:{name}", queues=None)
-                    await asyncio.Event().wait()
+                    run_id, error = await untaken
                 finally:  # the engine stops before the lock goes: no unit runs unguarded
                     dbos_engine.shutdown()
+            # its lock free now: the run's waiting process puts the units back (liveness.py)
+            raise ConfigError(worker_stopped_message(name, run_id, error))
         finally:
             dbos_engine.set_process_sinks([])

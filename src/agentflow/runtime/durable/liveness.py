@@ -26,7 +26,7 @@ import hashlib
 import logging
 import os
 import time
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -37,6 +37,7 @@ from agentflow.runtime.durable.run_info import untaken_message
 __all__ = [
     "WATCH_S",
     "gone_workers",
+    "stop_on_untaken",
     "taken_up",
     "worker_alive",
     "worker_lock",
@@ -206,6 +207,22 @@ async def watch_run(url: str, run_id: str, *, every: float = WATCH_S) -> None:
 
 #: the runs this process could not take up (:func:`taken_up`), said once each
 _UNTAKEN: set[str] = set()
+#: a fleet worker's stop (:func:`stop_on_untaken`): told of the first run it cannot take up
+_STOP: list[Callable[[str, FlowError], None]] = []
+
+
+@contextlib.contextmanager
+def stop_on_untaken(stop: Callable[[str, FlowError], None]) -> Iterator[None]:
+    """While in this block (a ``flowc worker``: execution.work), a run this process cannot
+    build is not left pending here nor said here: ``stop(run_id, error)`` is called — from
+    whatever thread the engine runs the unit on — and the worker stops, freeing its liveness
+    lock, so the units it held go back to their queues for the fleet's other workers
+    (:func:`watch_run`; docs/decisions.md "A worker that cannot build a run stops")."""
+    _STOP.append(stop)
+    try:
+        yield
+    finally:
+        _STOP.remove(stop)
 
 
 async def taken_up(run_id: str, build: Awaitable[_T]) -> _T:
@@ -227,7 +244,9 @@ async def taken_up(run_id: str, build: Awaitable[_T]) -> _T:
 
 
 async def _left_pending(run_id: str, error: FlowError) -> NoReturn:
-    if run_id not in _UNTAKEN:
+    if _STOP:  # a fleet worker: it stops, and says why
+        _STOP[-1](run_id, error)
+    elif run_id not in _UNTAKEN:
         _UNTAKEN.add(run_id)
         log.warning("%s", untaken_message(run_id, error))
     # cancelled when the process stops: the engine records no outcome for a cancelled body

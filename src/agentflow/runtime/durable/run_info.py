@@ -43,6 +43,7 @@ __all__ = [
     "found_in",
     "started_in",
     "untaken_message",
+    "worker_stopped_message",
 ]
 
 #: the directory the run a command acts on was started in, when the command found the run
@@ -481,4 +482,27 @@ def untaken_message(run_id: str, error: BaseException, engine: str = "dbos") -> 
     return (
         f"run {run_id} cannot be taken up by this process: {error}. It is left as it was, not "
         f"ended: once that is put right, {then}"
+    )
+
+
+#: where the work of a worker that stopped goes, per engine (:func:`worker_stopped_message`)
+_STOPPED_THEN = {
+    "dbos": "The units it held go back to their queues for the fleet's other workers (the "
+    "run's own process, or flowc resume {run}, puts them back)",
+    "temporal": "Temporal hands the run's task to the queue's other workers (or flowc resume "
+    "{run} takes it up)",
+}
+
+
+def worker_stopped_message(
+    name: str, run_id: str, error: BaseException, engine: str = "dbos"
+) -> str:
+    """What ``flowc worker --name NAME`` says as it stops for run ``run_id``, which it cannot
+    build (``error``: its ConfigError, a plan that no longer loads …): why, where the run's
+    work goes then (``engine``: ``dbos`` or ``temporal``), and how to go on."""
+    then = _STOPPED_THEN[engine].format(run=run_id)
+    return (
+        f"worker {name} stopped: run {run_id} cannot be taken up by this process: {error}. "
+        f"{then}; once this worker's environment is put right, start it again: flowc worker "
+        f"--name {name}"
     )

@@ -842,6 +842,8 @@ class _UntakenRun(Exception):
 
 #: the runs this process could not build, said once each (:func:`runtime_for`)
 _UNTAKEN: set[str] = set()
+#: a ``flowc worker``'s stop (temporal_runs.work): told of the first run it cannot build
+STOP_ON_UNTAKEN: list[Callable[[str, FlowError], None]] = []
 
 
 def runtime_for(run_id: str, spec: dict[str, Any]) -> Runtime:
@@ -852,7 +854,9 @@ def runtime_for(run_id: str, spec: dict[str, Any]) -> Runtime:
     it is said once (a warning of logger ``agentflow.durable``, on stderr) and raised as
     :class:`_UntakenRun`, which fails the workflow task — Temporal gives it again, to any
     worker, so one that can build the run takes it up — as ``flowc resume`` refuses a run it
-    cannot build and leaves it as it was (docs/durable.md "Temporal")."""
+    cannot build and leaves it as it was (docs/durable.md "Temporal"). In a ``flowc worker``
+    (:data:`STOP_ON_UNTAKEN`) the worker is told instead, and stops with that error rather than
+    be given the task again and again."""
     rt = _RUNTIMES.get(run_id)
     if rt is None:
         try:
@@ -860,7 +864,9 @@ def runtime_for(run_id: str, spec: dict[str, Any]) -> Runtime:
         except (RunError, RunAborted):
             raise
         except FlowError as e:
-            if run_id not in _UNTAKEN:
+            if STOP_ON_UNTAKEN:  # a `flowc worker`: it stops, and says why (once)
+                STOP_ON_UNTAKEN[-1](run_id, e)
+            elif run_id not in _UNTAKEN:
                 _UNTAKEN.add(run_id)
                 _log.warning("%s", untaken_message(run_id, e, "temporal"))
             raise _UntakenRun(f"run {run_id} cannot be taken up by this worker: {e}") from None

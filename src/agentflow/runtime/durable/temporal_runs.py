@@ -22,10 +22,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agentflow.core.vocabulary import Code
-from agentflow.errors import ErrorInfo, InputError
+from agentflow.errors import ConfigError, ErrorInfo, FlowError, InputError
 from agentflow.ir.loader import load_plan_text
 from agentflow.runtime.durable import temporal_client as tc
 from agentflow.runtime.durable import temporal_engine as te
+from agentflow.runtime.durable.run_info import worker_stopped_message
 from agentflow.runtime.durable.shown import asked_question
 from agentflow.runtime.durable.spec import (
     close_context,
@@ -233,15 +234,31 @@ async def work(
     url: str, name: str, *, sinks: list[Any] | None = None, telemetry: Any = None
 ) -> None:
     """Be a worker of the task queue until cancelled (Temporal itself hands a dead worker's
-    work to the live ones: no name lock is needed; ``name`` is the worker's identity)."""
+    work to the live ones: no name lock is needed; ``name`` is the worker's identity).  A run
+    it cannot build (an API key unset here, a ``[tools]`` module missing) stops it: raises
+    ConfigError (:func:`~.run_info.worker_stopped_message`) once it stopped polling,
+    and Temporal hands the run's task to the queue's other workers (docs/durable.md)."""
+
+    loop = asyncio.get_running_loop()
+    untaken: asyncio.Future[tuple[str, FlowError]] = loop.create_future()
+
+    def stop(run_id: str, error: FlowError) -> None:  # from a workflow's thread
+        def first() -> None:
+            if not untaken.done():
+                untaken.set_result((run_id, error))
+
+        loop.call_soon_threadsafe(first)
 
     with process_telemetry(sinks, telemetry) as process_sinks:
         te.set_process_sinks(process_sinks)
+        te.STOP_ON_UNTAKEN.append(stop)
         try:
             async with _serve(url, identity=f"worker:{name}@{os.getpid()}"):
-                await asyncio.Event().wait()
+                run_id, error = await untaken
         finally:
+            te.STOP_ON_UNTAKEN.remove(stop)
             te.set_process_sinks([])
+    raise ConfigError(worker_stopped_message(name, run_id, error, "temporal"))
 
 
 # ---------------------------------------------------------------------------------------------
