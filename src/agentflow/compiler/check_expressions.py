@@ -38,6 +38,7 @@ from agentflow.compiler.types import (
     NeverType,
     ObjectType,
     OptionalType,
+    Prim,
     RangeType,
     Type,
     UnionType,
@@ -471,7 +472,7 @@ class ExpressionChecks(CheckerShared):
                 )
             return BOOL
         if op in ("<", "<=", ">", ">="):
-            if lt == JSON or rt == JSON:
+            if (type(lt) is Prim and lt.name == "json") or (type(rt) is Prim and rt.name == "json"):
                 return BOOL
             if lt == DURATION and rt == DURATION:
                 return BOOL  # by length: lowered through `seconds` (compiler/durations.py)
@@ -486,12 +487,12 @@ class ExpressionChecks(CheckerShared):
                     hint="comparisons need two numbers, two texts or two durations",
                 )
             return BOOL
-        if lt == JSON or rt == JSON:
+        if (type(lt) is Prim and lt.name == "json") or (type(rt) is Prim and rt.name == "json"):
             return JSON
         lw, rw = widen(lt), widen(rt)
         if op == "+":
             if is_numeric(lt, self.env) and is_numeric(rt, self.env):
-                return INT if lw == INT and rw == INT else NUMBER
+                return INT if _is_int(lw) and _is_int(rw) else NUMBER
             if is_textual(lt, self.env) and is_textual(rt, self.env):
                 return TEXT
             if lt == DURATION and rt == DURATION:
@@ -520,7 +521,7 @@ class ExpressionChecks(CheckerShared):
         if is_numeric(lt, self.env) and is_numeric(rt, self.env):
             if op == "/":
                 return NUMBER
-            return INT if lw == INT and rw == INT else NUMBER
+            return INT if _is_int(lw) and _is_int(rw) else NUMBER
         if op == "-" and lt == DURATION and rt == DURATION:
             self._duration_rewrite()
             return DURATION  # never below 0ms: lowered through `seconds` (compiler/durations.py)
@@ -787,7 +788,7 @@ class ExpressionChecks(CheckerShared):
                 return f.type
         if isinstance(ot, ErrorType):
             return ERROR
-        if ot == JSON:
+        if type(ot) is Prim and ot.name == "json":
             return JSON
         if isinstance(ot, UseType):
             if ot.kind == "team" and name in ("main", "member"):
@@ -895,7 +896,7 @@ class ExpressionChecks(CheckerShared):
         it = self.infer(e.index)
         if isinstance(ot, ErrorType):
             return ERROR
-        if ot == JSON:
+        if type(ot) is Prim and ot.name == "json":
             return JSON
         r = self.env.resolve(ot)
         opt = False
@@ -1021,7 +1022,7 @@ class ExpressionChecks(CheckerShared):
         else is reported as "`what` needs an array" at ``span`` and gives the error type."""
         if isinstance(t, ErrorType):
             return ERROR
-        if t == JSON:
+        if type(t) is Prim and t.name == "json":
             return JSON
         r = self.env.resolve(t)
         if isinstance(r, ListType):
@@ -1039,3 +1040,8 @@ def _field_hint(r: Type, obj: ast.Expr) -> str | None:
     names = list(r.fields)
     shown = ", ".join(f"`{base}.{f}`" for f in names[:6]) + (", …" if len(names) > 6 else "")
     return f"an object is read by field name, not by position: {shown}"
+
+
+def _is_int(t: Type) -> bool:
+    """``t == INT`` without the dataclass ``__eq__`` call (hot in arithmetic)."""
+    return type(t) is Prim and t.name == "int"

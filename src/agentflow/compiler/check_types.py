@@ -40,6 +40,7 @@ from agentflow.compiler.types import (
     NeverType,
     ObjectType,
     OptionalType,
+    Prim,
     Type,
     TypeEnv,
     UnionType,
@@ -636,9 +637,11 @@ class TypeChecks(CheckerShared):
         may be left out: its type admits null — ``T?``, ``null``, a union with either (resolved
         to ``T?``), through aliases — or it is ``json`` written ``json?`` (``json`` alone
         holds null as a value but is required: docs/reference/types.md "Objects")."""
-        if isinstance(t, OptionalType) or t == NULL:
+        if isinstance(t, OptionalType):
             return True
-        return t == JSON and self._written_optional(written, ())
+        if type(t) is not Prim:  # (`t == NULL`, `t == JSON`, without their `__eq__` calls)
+            return False
+        return t.name == "null" or (t.name == "json" and self._written_optional(written, ()))
 
     def _written_optional(self, t: ast.TypeExpr, seen: tuple[str, ...]) -> bool:
         """True when ``t`` is written with a `?` or `null` at its top (a union's member, an

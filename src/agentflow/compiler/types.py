@@ -369,17 +369,19 @@ def strip_optional(t: Type, env: TypeEnv | None = None) -> Type:
     if isinstance(r, OptionalType):
         return r.inner
     if isinstance(r, UnionType):
-        rest = [m for m in r.members if m != NULL]
+        rest = [m for m in r.members if not (type(m) is Prim and m.name == "null")]
         if len(rest) != len(r.members):
             return make_union(rest)
-    if r == NULL:
+    if type(r) is Prim and r.name == "null":
         return NEVER
     return t
 
 
 def make_optional(t: Type) -> Type:
     """``T?`` (idempotent; ``null?`` is ``null``; the error type stays the error type)."""
-    if isinstance(t, (OptionalType, ErrorType)) or t == NULL or t == JSON:
+    if isinstance(t, (OptionalType, ErrorType)) or (
+        type(t) is Prim and (t.name == "null" or t.name == "json")
+    ):
         return t
     return OptionalType(t)
 
@@ -417,10 +419,10 @@ def is_numeric(t: Type, env: TypeEnv | None = None) -> bool:
         return t.name == "int" or t.name == "number"
     env = env or _EMPTY_ENV
     t = env.resolve(t)
-    if t in (INT, NUMBER):
-        return True
-    if isinstance(t, LiteralType):
-        return t.base in (INT, NUMBER)
+    if type(t) is Prim:
+        return t.name == "int" or t.name == "number"
+    if type(t) is LiteralType:
+        return t.base.name in ("int", "number")
     if isinstance(t, UnionType):
         return all(is_numeric(m, env) for m in t.members)
     return False
@@ -432,10 +434,10 @@ def is_textual(t: Type, env: TypeEnv | None = None) -> bool:
         return t.name == "text" or t.name == "path" or t.name == "member"
     env = env or _EMPTY_ENV
     t = env.resolve(t)
-    if t in (TEXT, PATH, MEMBER):
-        return True
-    if isinstance(t, LiteralType):
-        return t.base == TEXT
+    if type(t) is Prim:
+        return t.name == "text" or t.name == "path" or t.name == "member"
+    if type(t) is LiteralType:
+        return t.base.name == "text"
     if isinstance(t, UnionType):
         return all(is_textual(m, env) for m in t.members)
     return False
@@ -510,7 +512,7 @@ def join(types: list[Type], env: TypeEnv | None = None) -> Type:
         if all(assignable(t, w, env) for t in types):
             return w
     # a mix of T and null is T?
-    non_null = [t for t in types if t != NULL]
+    non_null = [t for t in types if not (type(t) is Prim and t.name == "null")]
     if len(non_null) < len(types):
         inner = join(non_null, env)
         if not isinstance(inner, UnionType):
@@ -540,7 +542,7 @@ def _overlaps(a: Type, b: Type, env: TypeEnv, seen: set[Any]) -> bool:
     a, b = env.resolve(a), env.resolve(b)
     if isinstance(a, (ErrorType, NeverType)) or isinstance(b, (ErrorType, NeverType)):
         return True
-    if a == JSON or b == JSON:
+    if (type(a) is Prim and a.name == "json") or (type(b) is Prim and b.name == "json"):
         return True
     for x, y in ((a, b), (b, a)):
         if isinstance(x, OptionalType):
@@ -558,7 +560,7 @@ def _overlaps(a: Type, b: Type, env: TypeEnv, seen: set[Any]) -> bool:
             if not isinstance(y, Prim):
                 return False
             kind = _KINDS.get(x.base.name)
-            if y == INT and isinstance(x.value, float):
+            if y.name == "int" and isinstance(x.value, float):  # `y` is a Prim
                 return x.value.is_integer()
             return kind == _KINDS.get(y.name)
     if isinstance(a, Prim) and isinstance(b, Prim):
@@ -574,7 +576,7 @@ def _overlaps(a: Type, b: Type, env: TypeEnv, seen: set[Any]) -> bool:
                 if not _overlaps(fa.type, fb.type, env, seen):
                     return False
         return True
-    if a == NULL or b == NULL:
+    if (type(a) is Prim and a.name == "null") or (type(b) is Prim and b.name == "null"):
         return False  # null against an object, array or map
     return True
 
@@ -679,7 +681,7 @@ def _assignable(src: Type, dst: Type, env: TypeEnv, seen: set[Any], memo: _Memo)
         return True
     if isinstance(src, (ErrorType, NeverType)) or isinstance(dst, ErrorType):
         return True
-    if dst == JSON or src == JSON:
+    if (type(dst) is Prim and dst.name == "json") or (type(src) is Prim and src.name == "json"):
         return True
     if isinstance(src, NamedRef) and isinstance(dst, NamedRef):
         key = (src.name, dst.name)
@@ -693,13 +695,13 @@ def _assignable(src: Type, dst: Type, env: TypeEnv, seen: set[Any], memo: _Memo)
     if isinstance(src, UnionType):
         return all(_assignable(m, dst, env, seen, memo) for m in src.members)
     if isinstance(dst, OptionalType):
-        if src == NULL:
+        if type(src) is Prim and src.name == "null":
             return True
         if isinstance(src, OptionalType):
             return _assignable(src.inner, dst.inner, env, seen, memo)
         return _assignable(src, dst.inner, env, seen, memo)
     if isinstance(dst, UnionType):
-        if src == NULL and NULL in dst.members:
+        if type(src) is Prim and src.name == "null" and NULL in dst.members:
             return True
         if isinstance(src, OptionalType):
             return _assignable(NULL, dst, env, seen, memo) and _assignable(

@@ -50,7 +50,7 @@ from agentflow.grammar.scanner import (
     SynErr,
     starts_declaration,
 )
-from agentflow.grammar.tokens import _NL_VARIANT, _TOKEN_RE, MATCH_AFTER, brace_refs
+from agentflow.grammar.tokens import _NL_VARIANT, _TOKEN_RE, MATCH_AFTER, STRONG, brace_refs
 
 __all__ = ["Descent", "parse_clean", "parse_fast", "tokenize"]
 
@@ -189,6 +189,7 @@ def tokenize(
     ops = OPS
     match_after = MATCH_AFTER.match
     top_level = TOP_LEVEL
+    strong = STRONG
     openers = OPENERS
     (g_word, g_wcolon, g_op, g_nl, g_pstr, g_num, g_dur, g_str, g_str3, g_doc) = _GROUPS[:10]
     g_comment, g_block, g_open, g_close = _GROUPS[10:]
@@ -207,7 +208,11 @@ def tokenize(
                     typ = "NAME"
                 else:
                     if bol:
-                        if stack and starts_declaration(value, text, j, n):
+                        if (
+                            stack
+                            and (value in strong or value == "test")  # else it never is
+                            and starts_declaration(value, text, j, n)
+                        ):
                             bail()
                         if typ == "NOT" and (not stack or stack[-1] == "}"):
                             typ = "NOT_NL"

@@ -413,9 +413,11 @@ class ExprDescent:
             left, (op, t, _), right = seq
             if type(left) is not _Not and type(right) is not _Not:
                 # one operator: what precedence climbing gives, without the climb
+                a, b = left.span, right.span  # `a.to(b)`, without its call
+                span = Span(a.file, a.line, a.column, b.end_line, b.end_column, a.start, b.end)
                 if op == "..":
-                    return ast.RangeExpr(left.span.to(right.span), left, right)
-                return ast.Binary(left.span.to(right.span), op, left, right, t.span)
+                    return ast.RangeExpr(span, left, right)
+                return ast.Binary(span, op, left, right, t.span)
         return _climb(seq)
 
     def operand(self) -> Any:
@@ -477,8 +479,12 @@ class ExprDescent:
                 if K[q] != "NAME":
                     bail()
                 self.p = q + 1
-                nspan = self.span(q)
-                name = V[q]
+                name = V[q]  # a NAME: the span of `self.span(q)`, and of `e.span.to(nspan)`
+                i = self.S[q]
+                line, ls = self.L[q]
+                c = i - ls + 1
+                n = len(name)
+                nspan = Span(self.file, line, c, line, c + n, i, i + n)
                 if isinstance(e, ast.Projection) and not e.closed:
 
                     def member(inner: ast.Expr, name: str = name, nspan: Span = nspan) -> ast.Expr:
@@ -486,7 +492,9 @@ class ExprDescent:
 
                     e = _push_projection(e, member, nspan)
                 else:
-                    e = ast.Member(e.span.to(nspan), e, name, nspan)
+                    s = e.span
+                    whole = Span(s.file, s.line, s.column, line, c + n, s.start, i + n)
+                    e = ast.Member(whole, e, name, nspan)
             elif k == "LPAR":
                 self.p = p + 1
                 args: list[Any] = [] if K[p + 1] == "RPAR" else self.args()

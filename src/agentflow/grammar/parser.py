@@ -157,7 +157,7 @@ def parse_module(text: str, file: str) -> tuple[ast.Module, list[Diagnostic]]:
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        if isinstance(text, str) and _NOT_UTF8.search(text) is None:
+        if isinstance(text, str) and (text.isascii() or _NOT_UTF8.search(text) is None):
             items, restart = parse_fast(text, file, DRIVER)
             if restart < 0:
                 return ast.Module(_module_span(text, file, items), file, items), []
@@ -253,13 +253,14 @@ def _parse_module(
         line = lines.line(pos)
         ls = text.rfind("\n", 0, pos) + 1
     span = _module_span(text, file, items)
-    if _NOT_UTF8.search(text):
+    if not text.isascii() and _NOT_UTF8.search(text):
         diags = _encoding_errors(text, file, diags, lines)
     return ast.Module(span, file, items), diags
 
 
 #: bytes that were not UTF-8, as ``compiler.api.read_source`` decodes them (``surrogateescape``:
-#: byte 0xNN becomes U+DCNN)
+#: byte 0xNN becomes U+DCNN); an ASCII text (``str.isascii``, a C scan of the string's kind
+#: flag) holds none, so it is not searched
 _NOT_UTF8 = re.compile("[\udc80-\udcff]+")
 
 
