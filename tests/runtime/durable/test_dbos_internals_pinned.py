@@ -116,7 +116,8 @@ _OUTCOME_SOURCE = "e555fad129a51d8b"
 def test_the_statements_compiled_once_on_sqlite_follow_the_dbos_they_run_on():
     import hashlib
 
-    from dbos._sys_db import SCHEMA_PLACEHOLDER, SystemDatabase
+    from dbos._schemas import SCHEMA_PLACEHOLDER
+    from dbos._sys_db import SystemDatabase
 
     from agentflow.runtime.durable.dbos_system import install_prepared_sqlite
 

@@ -405,12 +405,13 @@ def install_prepared_sqlite() -> None:
     own dialect otherwise (its schema, its RETURNING support).  A Session, or a connection of
     another engine, goes to DBOS's code as before.  Reaches into ``SystemDatabase``
     (``_execute_prepared``, ``_prepared_statements``, ``_is_sqlite``) and
-    ``dbos._sys_db.SCHEMA_PLACEHOLDER``: pinned by
+    ``dbos._schemas.SCHEMA_PLACEHOLDER``: pinned by
     tests/runtime/durable/test_dbos_internals_pinned.py."""
     import copy
 
     import sqlalchemy as sa
-    from dbos._sys_db import SCHEMA_PLACEHOLDER, SystemDatabase
+    from dbos._schemas import SCHEMA_PLACEHOLDER
+    from dbos._sys_db import SystemDatabase
 
     if getattr(SystemDatabase._execute_prepared, "sqlite", False):
         return
@@ -492,8 +493,8 @@ def _install_prepared_outcome(system: Any) -> None:
             or type(self)._wf is not system._wf
             or type(self)._wf_values is not system._wf_values
         ):
-            return original(
-                self, workflow_id, status, output=output, error=error, owner_xid=owner_xid
+            return bool(
+                original(self, workflow_id, status, output=output, error=error, owner_xid=owner_xid)
             )
         self._reject_shard_key(workflow_id, None)  # as DBOS's ``_wf`` does
         ws = self.tables.workflow_status
