@@ -7,7 +7,11 @@ although their reply had been sent before the kill (server log vs kill time), an
 its reply a model call is recorded.  The trials are tests/support/crash_battery.py; the suite runs
 a few (tests/runtime/durable/test_crash_battery.py).
 
+``--synchronous``: the database's ``[durable] synchronous`` level (``full``, the default,
+``normal`` or ``extra``); a SIGKILL is a process crash, which every level survives.
+
     python bench/crash_battery.py [--kills 40] [--doubles 10] [--items 8] [--seed 0]
+                                  [--synchronous full]
 """
 
 from __future__ import annotations
@@ -31,13 +35,20 @@ def main() -> None:
     parser.add_argument("--doubles", type=int, default=10)
     parser.add_argument("--items", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--synchronous", choices=["normal", "full", "extra"], default="full")
     args = parser.parse_args()
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="crash-battery-") as root:
         figures = run_battery(
-            Path(root), kills=args.kills, doubles=args.doubles, items=args.items, seed=args.seed
+            Path(root),
+            kills=args.kills,
+            doubles=args.doubles,
+            items=args.items,
+            seed=args.seed,
+            synchronous=args.synchronous,
         )
     out = figures.summary()
+    out["synchronous"] = args.synchronous
     out["seconds"] = round(time.monotonic() - started, 1)
     print(json.dumps(out, indent=2))
 

@@ -14,9 +14,9 @@ alternating ``--rounds`` times after a warm-up.  Printed per run (the last round
   the run's hand-offs, tasks and statements with the level each ran at: 2 FULL, 1 NORMAL),
 
 then the wall-time medians (plain, durable, the median of the per-round ratios) and the
-process CPU each adds, and each hand-off's median time from its submission to its result.
+process CPU each adds (``loop`` CPU: the event loop's thread's alone), and each hand-off's median time from its submission to its result.
 
-    .venv/bin/python bench/durable_agent_ops.py [--rounds 30] [--sql]
+    .venv/bin/python bench/durable_agent_ops.py [--rounds 30] [--sql] [--synchronous LEVEL]
 """
 
 from __future__ import annotations
@@ -125,22 +125,25 @@ async def main(args: argparse.Namespace) -> None:
         (root / "tools.py").write_text(bench.TOOLS)
         config = root / "flow.toml"
         config.write_text(
-            server.config_text() + '[tools]\nmodules = ["tools.py"]\nentry_points = false\n'
+            server.config_text()
+            + '[tools]\nmodules = ["tools.py"]\nentry_points = false\n'
+            + f'[durable]\nsynchronous = "{args.synchronous}"\n'
         )
         (root / "agent.flow").write_text(bench.AGENT_FLOW)
         open_database(database_for(load_config(config)), executor_id="bench", queues=[])
         install_counters(args.sql)
         plan, given = root / "agent.flow", {"title": "crash on start"}
 
-        async def one(durable: bool) -> tuple[float, float, dict[str, int]]:
+        async def one(durable: bool) -> tuple[float, float, float, dict[str, int]]:
             COUNTS.clear()
             LISTED.clear()
-            t0, c0 = time.perf_counter(), time.process_time()
+            t0, c0, m0 = time.perf_counter(), time.process_time(), time.thread_time()
             result = await agentflow.run(
                 plan, given, config=config, durable=durable, shape_cache=False
             )
             assert result.status == "ok", result.error
-            return time.perf_counter() - t0, time.process_time() - c0, dict(COUNTS)
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            return wall, cpu, time.thread_time() - m0, dict(COUNTS)
 
         for _ in range(3):
             await one(False)
@@ -148,11 +151,14 @@ async def main(args: argparse.Namespace) -> None:
         HOPS.clear()
         plain: list[tuple[float, float]] = []
         durable: list[tuple[float, float]] = []
+        loop_cpu: dict[bool, list[float]] = {False: [], True: []}
         for _ in range(args.rounds):
-            wall, cpu, plain_ops = await one(False)
+            wall, cpu, main, plain_ops = await one(False)
             plain.append((wall, cpu))
-            wall, cpu, durable_ops = await one(True)
+            loop_cpu[False].append(main)
+            wall, cpu, main, durable_ops = await one(True)
             durable.append((wall, cpu))
+            loop_cpu[True].append(main)
         shutdown()
     med = statistics.median
     p, d = med(w for w, _ in plain), med(w for w, _ in durable)
@@ -165,14 +171,19 @@ async def main(args: argparse.Namespace) -> None:
     for name, times in sorted(HOPS.items()):
         print(f"  hop {name:<48} n={len(times):<4} median {med(times) * 1000:.2f} ms")
     print(
-        f"load {os.getloadavg()[0]:.1f}, {args.rounds} rounds: plain {p * 1000:.2f} ms, durable "
+        f"load {os.getloadavg()[0]:.1f}, synchronous={args.synchronous}, {args.rounds} rounds: plain {p * 1000:.2f} ms, durable "
         f"{d * 1000:.2f} ms, {d / p:.2f}x (median of ratios {med(ratios):.2f}x); CPU plain "
-        f"{pc * 1000:.2f} ms, durable {dc * 1000:.2f} ms (+{(dc - pc) * 1000:.2f} ms)"
+        f"{pc * 1000:.2f} ms, durable {dc * 1000:.2f} ms (+{(dc - pc) * 1000:.2f} ms); loop CPU "
+        f"+{(med(loop_cpu[True]) - med(loop_cpu[False])) * 1000:.2f} ms"
     )
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=30)
+    ap.add_argument(
+        "--synchronous", default="full", choices=["normal", "full", "extra"],
+        help="[durable] synchronous of the run's database (default: full)",
+    )  # fmt: skip
     ap.add_argument("--sql", action="store_true", help="list the last durable run's operations")
     asyncio.run(main(ap.parse_args()))

@@ -112,14 +112,19 @@ def request_key(body: dict[str, Any]) -> tuple[int, int]:
     return x, 1 + sum(1 for m in messages if m["role"] == "tool")
 
 
-def project_files(project: Path, server: ChatServer, plan: str, tools: str) -> dict[str, str]:
+def project_files(
+    project: Path, server: ChatServer, plan: str, tools: str, *, synchronous: str = "full"
+) -> dict[str, str]:
     """Write ``plan.yaml``, ``tools.py`` (a module whose ``note`` appends to ``$NOTE_LOG``) and
-    a ``flow.toml`` for ``server`` into the directory ``project`` (made here); the environment
-    its ``flowc`` processes run in."""
+    a ``flow.toml`` for ``server`` into the directory ``project`` (made here), its database at
+    ``[durable] synchronous`` level ``synchronous``; the environment its ``flowc`` processes
+    run in."""
     project.mkdir(parents=True)
     (project / "tools.py").write_text(tools)
     (project / "plan.yaml").write_text(plan)
     config = server.config_text(retries=4) + '\n[tools]\nmodules = ["tools.py"]\n'
+    if synchronous != "full":  # the default; a caller may add a [durable] table of its own
+        config += f'\n[durable]\nsynchronous = "{synchronous}"\n'
     (project / "flow.toml").write_text(config)
     return {
         **os.environ,
@@ -219,8 +224,17 @@ class Figures:
 class Battery:
     """Trials in ``root`` (one project directory each) against one scripted model server."""
 
-    def __init__(self, root: Path, server: ChatServer, *, items: int = 8, seed: int = 0):
+    def __init__(
+        self,
+        root: Path,
+        server: ChatServer,
+        *,
+        items: int = 8,
+        seed: int = 0,
+        synchronous: str = "full",
+    ):
         self.root = root
+        self.synchronous = synchronous
         self.server = server
         self.items = items
         self.rng = random.Random(seed)
@@ -233,7 +247,8 @@ class Battery:
 
     def project(self, name: str) -> tuple[Path, dict[str, str]]:
         project = self.root / name
-        return project, project_files(project, self.server, PLAN, TOOLS)
+        files = project_files(project, self.server, PLAN, TOOLS, synchronous=self.synchronous)
+        return project, files
 
     def argv(self, run_id: str, *, resume: bool) -> list[str]:
         trace = ("--trace", "trace.jsonl")
@@ -428,10 +443,20 @@ class Battery:
                 f.record_lag.append(max(0.0, recorded[key] / 1000.0 - entry["sent"]))
 
 
-def run_battery(root: Path, *, kills: int, doubles: int, items: int = 8, seed: int = 0) -> Figures:
-    """Trials until ``kills`` SIGKILLs were made, ``doubles`` of the trials double crashes."""
+def run_battery(
+    root: Path,
+    *,
+    kills: int,
+    doubles: int,
+    items: int = 8,
+    seed: int = 0,
+    synchronous: str = "full",
+) -> Figures:
+    """Trials until ``kills`` SIGKILLs were made, ``doubles`` of the trials double crashes;
+    the runs' database at ``[durable] synchronous`` level ``synchronous`` (a SIGKILL is a
+    process crash: every level must pass it)."""
     with ChatServer() as server:
-        battery = Battery(root, server, items=items, seed=seed)
+        battery = Battery(root, server, items=items, seed=seed, synchronous=synchronous)
         battery.uninterrupted()
         number = 0
         while battery.figures.kills < kills:

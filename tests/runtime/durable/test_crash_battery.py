@@ -9,11 +9,15 @@ operation was recorded is written by the resumed process, once."""
 
 from __future__ import annotations
 
+import pytest
 from support.crash_battery import run_battery
 
 
-def test_killed_and_resumed_runs_trace_each_finished_event_once(tmp_path):
-    figures = run_battery(tmp_path, kills=2, doubles=1, items=3, seed=3)
+@pytest.mark.parametrize("synchronous", ["full", "normal"])
+def test_killed_and_resumed_runs_trace_each_finished_event_once(tmp_path, synchronous):
+    # a SIGKILL is a process crash, which every `synchronous` level survives (docs/durable.md
+    # "Big maps: item records and synchronous"; `extra` is `full` and a synced directory)
+    figures = run_battery(tmp_path, kills=2, doubles=1, items=3, seed=3, synchronous=synchronous)
 
     summary = figures.summary()
     assert figures.kills >= 2 and figures.double_crashes == 1, summary

@@ -104,3 +104,74 @@ def test_the_clock_in_sql_that_counts_milliseconds_on_sqlite_replaces_dbos_own()
     original = getattr(SystemDatabase._now_ms_sql, "original", None)
     assert original is not None and _parameters(original) == ["self"]
     assert "updated_at=self._now_ms_sql()" in inspect.getsource(SystemDatabase)
+
+
+#: sha256 (first 16 hex digits) of the source of DBOS 3.4's ``SystemDatabase._execute_prepared``,
+#: whose PostgreSQL path ``dbos_system.install_prepared_sqlite`` takes on SQLite too, and of its
+#: ``_update_workflow_outcome_in_transaction``, whose statements it compiles once
+_EXECUTE_PREPARED_SOURCE = "ad865125d57bd1dd"
+_OUTCOME_SOURCE = "e555fad129a51d8b"
+
+
+def test_the_statements_compiled_once_on_sqlite_follow_the_dbos_they_run_on():
+    import hashlib
+
+    from dbos._schemas import SCHEMA_PLACEHOLDER
+    from dbos._sys_db import SystemDatabase
+
+    from agentflow.runtime.durable.dbos_system import install_prepared_sqlite
+
+    install_prepared_sqlite()
+    for name, expected in (
+        ("_execute_prepared", _EXECUTE_PREPARED_SOURCE),
+        ("_update_workflow_outcome_in_transaction", _OUTCOME_SOURCE),
+    ):
+        original = getattr(getattr(SystemDatabase, name), "original", None)
+        assert original is not None, f"install_prepared_sqlite did not wrap {name}"
+        digest = hashlib.sha256(inspect.getsource(original).encode()).hexdigest()[:16]
+        assert digest == expected, (
+            f"DBOS's SystemDatabase.{name} changed: check dbos_system.install_prepared_sqlite "
+            "against it, then update the digest"
+        )
+    assert _parameters(SystemDatabase._execute_prepared.original) == [
+        "self", "conn", "name", "values", "build", "insert_columns"
+    ]  # fmt: skip
+    assert _parameters(SystemDatabase._reject_shard_key) == ["workflow_id", "shard_key"]
+    assert "self._key_conflict" in inspect.getsource(SystemDatabase)
+    assert SCHEMA_PLACEHOLDER is not None
+    init = inspect.getsource(SystemDatabase.__init__)
+    assert "self._prepared_statements" in init and "self._is_sqlite =" in init
+
+
+def test_a_durable_run_on_sqlite_inserts_and_ends_through_statements_compiled_once(
+    tmp_path, monkeypatch
+):
+    import asyncio
+    import sqlite3
+
+    from support.durable_project import NOTE_TOOLS, NOTES_PLAN, open_durable_project
+
+    import agentflow
+    from agentflow.runtime.durable import dbos_engine
+    from agentflow.runtime.durable.dbos_system import system_database
+
+    files = {"notes.yaml": NOTES_PLAN, "tools.py": NOTE_TOOLS}
+    config = open_durable_project(tmp_path, monkeypatch, files)
+    try:
+        for run_id in ("prepared-1", "prepared-2"):
+            run = agentflow.run(tmp_path / "notes.yaml", {}, config=config, durable=True,
+                                run_id=run_id)  # fmt: skip
+            result = asyncio.run(asyncio.wait_for(run, 20))
+            assert result.status == "ok" and result.output == [2, 4], result.error
+        prepared = {key[1] for key in system_database()._prepared_statements if key[0] == "sqlite"}
+        assert {"insert_workflow_status", "insert_workflow_input", "upsert_workflow_output"} <= (
+            prepared
+        )
+    finally:
+        dbos_engine.shutdown()
+    with sqlite3.connect(tmp_path / ".flowc" / "durable.sqlite") as db:
+        rows = db.execute(
+            "SELECT s.workflow_uuid, s.status, o.output IS NOT NULL FROM workflow_status s "
+            "JOIN workflow_output o USING (workflow_uuid) WHERE s.workflow_uuid LIKE 'prepared-%'"
+        ).fetchall()
+    assert sorted(rows) == [("prepared-1", "SUCCESS", 1), ("prepared-2", "SUCCESS", 1)]

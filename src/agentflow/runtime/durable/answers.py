@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import json
 import math
 import time
@@ -219,18 +220,23 @@ def claims_table(engine: Any) -> None:
     _ensure_table(engine)
 
 
+@functools.cache
+def _end_claim_insert() -> Any:
+    """The end claim's INSERT, made once (a run's last transaction: issue 35)."""
+    import sqlalchemy as sa
+
+    return sa.text(
+        f"INSERT INTO {TABLE} (workflow_id, question, kind, value, claimed_at) "
+        "VALUES (:w, :q, :k, NULL, :t) ON CONFLICT (workflow_id, question) DO NOTHING"
+    )
+
+
 def end_claim_in(conn: Any, run_id: str, kind: str) -> str:
     """:func:`claim_end`'s claim made in the caller's transaction ``conn`` (the table exists:
     :func:`claims_table`), so it commits with what else the caller writes there — a root's
     last records (items.py ``commit_with``): one transaction, not two, as a run ends."""
-    import sqlalchemy as sa
-
     taken = conn.execute(
-        sa.text(
-            f"INSERT INTO {TABLE} (workflow_id, question, kind, value, claimed_at) "
-            "VALUES (:w, :q, :k, NULL, :t) ON CONFLICT (workflow_id, question) DO NOTHING"
-        ),
-        {"w": run_id, "q": END_KEY, "k": kind, "t": time.time()},
+        _end_claim_insert(), {"w": run_id, "q": END_KEY, "k": kind, "t": time.time()}
     ).rowcount
     if taken == 1:
         return kind

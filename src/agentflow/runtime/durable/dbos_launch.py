@@ -29,6 +29,7 @@ from agentflow.runtime.durable.dbos_system import (
     dbos_module,
     install_inline_then,
     install_precise_sqlite_clock,
+    install_prepared_sqlite,
     query_steps,
     query_workflows,
     sqlite_engine,
@@ -167,6 +168,7 @@ def launch(
     dbos = dbos_with_workflows()
     install_inline_then()  # no idle thread hop before each workflow and step body
     install_precise_sqlite_clock()  # a workflow's end to the millisecond on SQLite too
+    install_prepared_sqlite()  # a workflow's insert compiled once on SQLite too
 
     config: dict[str, Any] = {
         "name": "agentflow",

@@ -22,6 +22,7 @@ __all__ = [
     "dbos_instance",
     "install_inline_then",
     "install_precise_sqlite_clock",
+    "install_prepared_sqlite",
     "dbos_module",
     "next_commit_behind",
     "nameless_roots",
@@ -373,19 +374,176 @@ def install_precise_sqlite_clock() -> None:
 
     if getattr(SystemDatabase._now_ms_sql, "precise", False):
         return
+    import sqlalchemy as sa
+
     original = SystemDatabase._now_ms_sql
+    # one expression, made once: SQLAlchemy's are immutable, and making it again for every
+    # statement (a workflow's end) was a third of the CPU of DBOS's outcome write (issue 35)
+    days = sa.func.julianday("now") - _UNIX_EPOCH_JULIAN_DAY
+    now_ms = sa.cast(sa.func.round(days * _MS_A_DAY), sa.BigInteger)
 
     def now_ms_sql(self: Any) -> Any:
-        import sqlalchemy as sa
-
         if self.engine.dialect.name != "sqlite":
             return original(self)
-        days = sa.func.julianday("now") - _UNIX_EPOCH_JULIAN_DAY
-        return sa.cast(sa.func.round(days * _MS_A_DAY), sa.BigInteger)
+        return now_ms
 
     now_ms_sql.precise = True  # type: ignore[attr-defined]
     now_ms_sql.original = original  # type: ignore[attr-defined]  # DBOS's (the pin test reads it)
     SystemDatabase._now_ms_sql = now_ms_sql  # type: ignore[method-assign]
+
+
+def install_prepared_sqlite() -> None:
+    """Make DBOS's ``SystemDatabase._execute_prepared`` keep its statements compiled on SQLite
+    as it does on PostgreSQL (idempotent; issue 35).  DBOS 3.4 builds and compiles a
+    workflow's insert (its status row, its input) and its output's upsert once per set of
+    columns on PostgreSQL, then hands the SQL and the values, each through its type's bind
+    processor, to the driver; on SQLite it builds the statement on every call (``insert``,
+    ``on_conflict_do_update``, ``returning``, the ``excluded`` alias) and SQLAlchemy looks it
+    up in its compiled cache: about 0.3 ms of CPU per run's insert, on the path a durable run
+    waits for.  Here SQLite takes DBOS's own PostgreSQL path, compiled for the driver's
+    ``named`` parameter style (DBOS's path passes the values as a mapping), on the engine's
+    own dialect otherwise (its schema, its RETURNING support).  A Session, or a connection of
+    another engine, goes to DBOS's code as before.  Reaches into ``SystemDatabase``
+    (``_execute_prepared``, ``_prepared_statements``, ``_is_sqlite``) and
+    ``dbos._schemas.SCHEMA_PLACEHOLDER``: pinned by
+    tests/runtime/durable/test_dbos_internals_pinned.py."""
+    import copy
+
+    import sqlalchemy as sa
+    from dbos._schemas import SCHEMA_PLACEHOLDER
+    from dbos._sys_db import SystemDatabase
+
+    if getattr(SystemDatabase._execute_prepared, "sqlite", False):
+        return
+    original = SystemDatabase._execute_prepared
+    named: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+    def execute_prepared(
+        self: Any,
+        conn: Any,
+        name: str,
+        values: dict[str, Any],
+        build: Callable[[], Any],
+        *,
+        insert_columns: bool = True,
+    ) -> Any:
+        dialect = self.engine.dialect
+        if not self._is_sqlite or type(conn) is not sa.Connection or conn.dialect is not dialect:
+            return original(self, conn, name, values, build, insert_columns=insert_columns)
+        key = ("sqlite", name, tuple(values))
+        prepared = self._prepared_statements.get(key)
+        if prepared is None:
+            compiling = named.get(dialect)
+            if compiling is None:  # the engine's dialect (initialized), binding by name
+                compiling = named[dialect] = copy.copy(dialect)
+                compiling.paramstyle, compiling.positional = "named", False
+            compiled = build().compile(
+                dialect=compiling,
+                column_keys=list(values) if insert_columns else None,
+                schema_translate_map={SCHEMA_PLACEHOLDER: self.schema},
+                render_schema_translate=True,
+            )
+            processors: dict[str, Callable[[Any], Any]] = {}
+            constants: dict[str, Any] = {}  # the statement's own constants, bound too
+            for bind_name, bind in compiled.binds.items():
+                processor = bind.type.dialect_impl(compiling).bind_processor(compiling)
+                if processor is not None:
+                    processors[bind_name] = processor
+                if bind_name not in values:
+                    constants[bind_name] = bind.value
+            prepared = (str(compiled), processors, constants)
+            self._prepared_statements[key] = prepared
+        sql, processors, constants = prepared
+        params = {
+            k: processors[k](v) if k in processors else v
+            for k, v in {**constants, **values}.items()
+        }
+        return conn.exec_driver_sql(sql, params)
+
+    execute_prepared.sqlite = True  # type: ignore[attr-defined]
+    execute_prepared.original = original  # type: ignore[attr-defined]  # DBOS's (pinned)
+    SystemDatabase._execute_prepared = execute_prepared  # type: ignore[method-assign]
+    _install_prepared_outcome(SystemDatabase)
+
+
+def _install_prepared_outcome(system: Any) -> None:
+    """DBOS's ``_update_workflow_outcome_in_transaction`` (SQLite's outcome write: an UPDATE
+    of the workflow's status row, PENDING and still owned by the caller, then the upsert of
+    its output, in one transaction) with both statements compiled once
+    (:func:`install_prepared_sqlite`): the UPDATE, built anew for every outcome, was most of
+    the CPU of a run's last write.  The same statements, conditions and result (False when
+    no row was the caller's to end); a ``SystemDatabase`` whose ``_wf`` or ``_wf_values``
+    are not DBOS's own (a sharded one) runs DBOS's code."""
+    import sqlalchemy as sa
+    from dbos._sys_db import WorkflowStatusString
+
+    original = system._update_workflow_outcome_in_transaction
+
+    def update_outcome(
+        self: Any,
+        workflow_id: str,
+        status: Any,
+        *,
+        output: str | None,
+        error: str | None,
+        owner_xid: str | None,
+    ) -> bool:
+        if (
+            not self._is_sqlite
+            or type(self)._wf is not system._wf
+            or type(self)._wf_values is not system._wf_values
+        ):
+            return bool(
+                original(self, workflow_id, status, output=output, error=error, owner_xid=owner_xid)
+            )
+        self._reject_shard_key(workflow_id, None)  # as DBOS's ``_wf`` does
+        ws = self.tables.workflow_status
+        owned = owner_xid is not None
+
+        def build_update() -> Any:
+            now_ms = self._now_ms_sql()
+            update = (
+                sa.update(ws)
+                .values(
+                    status=sa.bindparam("outcome_status"),
+                    deduplication_id=None,
+                    owner_xid=None,
+                    updated_at=now_ms,
+                    completed_at=now_ms,
+                )
+                .where(ws.c.workflow_uuid == sa.bindparam("outcome_workflow"))
+                .where(ws.c.status == WorkflowStatusString.PENDING.value)
+            )
+            if owned:
+                update = update.where(ws.c.owner_xid == sa.bindparam("outcome_owner"))
+            return update
+
+        def build_output_upsert() -> Any:
+            insert = self.dialect.insert(self.tables.workflow_output)
+            return insert.on_conflict_do_update(
+                index_elements=self._key_conflict("workflow_uuid"),
+                set_={"output": insert.excluded.output, "error": insert.excluded.error},
+            )
+
+        keys: dict[str, Any] = {"outcome_status": status, "outcome_workflow": workflow_id}
+        if owned:
+            keys["outcome_owner"] = owner_xid
+        with self.engine.begin() as c:
+            name = "update_workflow_outcome" + ("_owned" if owned else "")
+            result = self._execute_prepared(c, name, keys, build_update, insert_columns=False)
+            if result.rowcount == 0:  # not ours to end: no orphan output
+                return False
+            values = {
+                **self._wf_values(workflow_id),
+                "workflow_uuid": workflow_id,
+                "output": output,
+                "error": error,
+            }
+            self._execute_prepared(c, "upsert_workflow_output", values, build_output_upsert)
+            return True
+
+    update_outcome.original = original  # type: ignore[attr-defined]  # DBOS's (pinned)
+    system._update_workflow_outcome_in_transaction = update_outcome
 
 
 def dbos_instance() -> Any:
