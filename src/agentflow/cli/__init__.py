@@ -159,6 +159,7 @@ from agentflow.cli.common import (  # noqa: E402
     _out,
     _question_notice,
     _record_option,
+    _redrive_hint,
     _render,
     _replay_option,
     _show_run_error,
@@ -610,6 +611,8 @@ def run(
             _show_run_error(result.error, target)
         else:  # pragma: no cover - a failed run always says why
             _err(f"error: the run ended with status {result.status}")
+        if durable:
+            _redrive_hint(result)
         sys.exit(1)
 
 

@@ -10,6 +10,7 @@ import json
 import math
 import os
 import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -417,6 +418,18 @@ def _show_run_error(
             _err("   | " + " " * start + "^" * width)
         except (ValueError, IndexError, OSError):
             pass
+
+
+def _redrive_hint(result: Any) -> None:
+    """After a durable run that ended ``error`` or ``aborted`` (a hook's abort), the hint naming
+    the command that runs it again from its failed steps (docs/durable.md "Redrive and reuse"):
+    the run id is only on the first line of the run's output."""
+    run_id = getattr(result, "run_id", None)
+    if run_id and result.status in ("error", "aborted"):
+        _err(
+            f"hint: once what failed is put right, `flowc redrive {shlex.quote(run_id)}` runs "
+            "it again from its failed steps, taking every step that finished"
+        )
 
 
 def _edited_since(target: str, shown: str, plan_text: str, started: float) -> bool:

@@ -24,6 +24,7 @@ from agentflow.cli.common import (
     _otel_endpoint,
     _out,
     _question_notice,
+    _redrive_hint,
     _show_question,
     _show_run_error,
     _telemetry_option,
@@ -101,10 +102,16 @@ def _durable_call(coro_fn: Any) -> Any:
 
 
 def _finish(
-    result: Any, as_json: bool, target: str = "", ran: tuple[str, float] | None = None
+    result: Any,
+    as_json: bool,
+    target: str = "",
+    ran: tuple[str, float] | None = None,
+    hint: bool = True,
 ) -> None:
     """Print a resumed or redriven run's result (``--json``: the whole result, else the output;
-    a durable question's answer as text, as ``flowc ask`` prints it) and exit 1 with its error when it did not end ``ok`` / ``exited``."""
+    a durable question's answer as text, as ``flowc ask`` prints it) and exit 1 with its error
+    when it did not end ``ok`` / ``exited`` — then with the ``flowc redrive`` hint, unless
+    ``hint`` is False (a note before said it)."""
     if as_json:
         click.echo(_json_out(result.to_dict()))
     elif isinstance(result.results.get("ask"), dict) and isinstance(result.output, str):
@@ -117,6 +124,8 @@ def _finish(
             target,  # the run's flow as found from here: the error's line under it
             ran,  # unless it changed since the run started (the plan it ran, when)
         )
+        if hint:
+            _redrive_hint(result)
         sys.exit(1)
 
 
@@ -202,7 +211,8 @@ def resume(
                 f"run whose process stopped — `flowc redrive {shlex.quote(run_id)}` runs it "
                 "again, reusing the steps that finished"
             )
-        _finish(result, as_json, file or "", ran)
+        # a run that had ended already: the note above names redrive
+        _finish(result, as_json, file or "", ran, hint=ended not in ("error", "aborted"))
         return
     asked = api.durable_ask_result(result)
     if before.status == "aborted" and not reopened and not as_json:
