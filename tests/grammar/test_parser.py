@@ -959,11 +959,14 @@ def test_catch_after_a_lowest_precedence_expression_hints_at_parentheses(expr: s
 
 
 def test_stub_judge_hints_at_stubbing_the_let_that_holds_it():
+    # a `verify`'s judge too: its `let` holds a Verdict (a new user wrote `stub judge returns
+    # false` for one, and the hint named only `filter … where judge`)
     d = _first('stage s -> int { return 1 }\ntest "t" {\n  stub judge real returns true\n}\n')
     assert "found `judge`" in d.message, d.message
     assert d.hint == (
         "a judge is stubbed through the `let` that holds its result: "
-        "`let kept = filter … where judge …`, then `stub step kept returns …`"
+        "`let kept = filter … where judge …`, then `stub step kept returns …`; "
+        "`let v = verify { … }`, then `stub step v returns { passed: false, failures: […] }`"
     )
 
 

@@ -486,7 +486,8 @@ def _syntax_hint(
         # `stub judge real returns true`: judges are not stubbed by name
         return (
             "a judge is stubbed through the `let` that holds its result: "
-            "`let kept = filter … where judge …`, then `stub step kept returns …`"
+            "`let kept = filter … where judge …`, then `stub step kept returns …`; "
+            "`let v = verify { … }`, then `stub step v returns { passed: false, failures: […] }`"
         )
     if prev.type == "DEADLINE" and "DURATION" in expected:
         return (
