@@ -33,6 +33,7 @@ from agentflow.cli.common import (
     checked_model,
     given_files,
 )
+from agentflow.core.diagnostics import did_you_mean, suggested
 from agentflow.core.redaction import redact
 from agentflow.core.text import choices_text
 from agentflow.core.text import money as as_money
@@ -328,6 +329,8 @@ def runs(
     if not found:
         what = f"no durable runs{_filtered(status, plan)}"
         _err(what + (f" (no database at {missing})" if missing else ""))
+        if (status or plan) and missing is None and _other_runs(url, plan):
+            return  # the runs of this database: not "started elsewhere"
         if config is None and database is None:
             _elsewhere(url)
         return
@@ -348,6 +351,23 @@ def runs(
             _say(f"    ! {r.unreadable}")
     if more:
         _say(more)
+
+
+def _other_runs(url: str, plan: str | None) -> bool:
+    """Under a filtered ``flowc runs``' "no durable runs": the plans of the runs database
+    ``url`` does hold (its newest 1,000), a did-you-mean for a ``--plan`` close to one of them,
+    and the command that lists them; False (nothing said) when it holds none."""
+    held = _durable_call(lambda: api.list_durable_runs(url, limit=1000))
+    if not held:
+        return False
+    names = sorted({str(r.plan) for r in held})
+    meant = did_you_mean(plan, names) if plan else None
+    also = f"; did you mean --plan {suggested(meant)}?" if meant else ""
+    _err(
+        f"  the database holds runs of other statuses or plans (plans: {', '.join(names)}): "
+        f"flowc runs lists them{also}"
+    )
+    return True
 
 
 def _elsewhere(url: str) -> None:
