@@ -435,7 +435,9 @@ def _given_answers(ctx: Any, param: Any, given: tuple[str, ...]) -> dict[str, st
 
 @main.command()
 @click.argument("target", type=click.Path(dir_okay=False))
-@click.option("--input", "input_", callback=given_input, help="Input as JSON, or @file.json.")
+@click.option(
+    "--input", "input_", callback=given_input, help="Input as JSON, or @file.json (@- reads stdin)."
+)
 @_workspace_option
 @_trace_option
 @click.option(

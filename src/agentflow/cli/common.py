@@ -184,8 +184,8 @@ def given_files(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
 
 def given_input(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     """A click callback for ``--input``: the file of ``--input @FILE`` is there and readable,
-    else a usage error (exit 2, :func:`given_file`)."""
-    if isinstance(value, str) and value.startswith("@"):
+    else a usage error (exit 2, :func:`given_file`); ``@-`` is standard input."""
+    if isinstance(value, str) and value.startswith("@") and value != "@-":
         given_file("--input @", value[1:])
     return value
 
