@@ -655,7 +655,8 @@ def answer(run_id: str, step: str, value: str, config: str | None, database: str
     question wants text), checked against the question's type and choices."""
     url = _run_database(config, database, run_id).url
     question = _durable_call(lambda: api.answer_durable(url, run_id, step, value))
-    _err(f"answered [{question.shown()}] {question.question}")
+    taken = f" with {json.dumps(question.answer, ensure_ascii=False)}" if question.closed else ""
+    _err(f"answered [{question.shown()}] {question.question}{taken}")
 
 
 @click.command()
