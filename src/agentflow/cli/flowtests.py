@@ -68,8 +68,9 @@ def test_cmd(
     stubbed agents and tools answer their stubs, other agents the test model
     (docs/reference/testing.md). Exit code 0 when every test passed, 1 otherwise, 5 when no
     test ran (no .flow file, no test block, none matching -k; as pytest). Tests run
-    -j at once; a test that passed is not run again while its file, its directory and agentflow
-    are unchanged (reported "PASSED (cached)"; the cache is .flowc-cache/, --no-cache runs all).
+    -j at once; a test that passed is not run again while its file, its directory, its
+    flow.toml and tool modules, and agentflow are unchanged (reported "PASSED (cached)"; the
+    cache is .flowc-cache/, --no-cache runs all).
 
     With --explore N FILE: run FILE N times, every agent and tool answering generated values
     (test model seeds 0..N-1), and report which `if` branches, `require`/`verify` outcomes and
