@@ -19,6 +19,7 @@ from typing import Any
 
 from agentflow.core.text import clean_json
 from agentflow.errors import FlowError
+from agentflow.runtime import interrupt
 from agentflow.runtime.config import Config, load_config
 from agentflow.runtime.durable import run_info
 from agentflow.runtime.durable.answers import written_as
@@ -55,6 +56,7 @@ __all__ = [
     "answer_command",
     "answer_name",
     "answer_run",
+    "answer_run_sync",
     "cancel_durable",
     "count_durable_runs",
     "run_id_error",
@@ -321,6 +323,25 @@ async def answer_run(
     parsed unless the question wants text), from any process.  Raises :class:`InputError` when
     no such question waits, the name fits several, or the value breaks its choices/schema."""
     await answer_durable(durable_database(config=config, database=database), run_id, step, value)
+
+
+def answer_run_sync(
+    run_id: str,
+    step: str,
+    value: Any,
+    *,
+    config: Config | str | os.PathLike[str] | None = None,
+    database: str | None = None,
+) -> None:
+    """:func:`answer_run` for synchronous callers (a script, a web handler without an event
+    loop): answers the question on an event loop of its own.  Raises as :func:`answer_run`
+    does, and ``RuntimeError`` when this thread already runs an event loop (then ``await
+    agentflow.answer_run(...)``; docs/reference/python-api.md "Async code and sync code")."""
+    interrupt.run(
+        answer_run(run_id, step, value, config=config, database=database),
+        name="agentflow.answer_run_sync()",
+        instead="`await agentflow.answer_run(...)`",
+    )
 
 
 async def cancel_durable(url: str, run_id: str) -> None:

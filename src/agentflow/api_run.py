@@ -20,6 +20,7 @@ import dataclasses
 import json
 import os
 import re
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -131,12 +132,18 @@ def model_option_error(value: str, option: str = "--model") -> str | None:
 
 
 def parse_input(value: str | None) -> Any:
-    """Parse a ``--input`` value: inline JSON, or ``@file.json``.  Raises :class:`InputError`
-    (text that is not JSON but names a file hints ``--input @FILE``; docs/reference/cli.md
-    "flowc run")."""
+    """Parse a ``--input`` value: inline JSON, ``@file.json``, or ``@-`` (standard input, read
+    to its end).  Raises :class:`InputError` (text that is not JSON but names a file hints
+    ``--input @FILE``; docs/reference/cli.md "flowc run")."""
     if value is None:
         return {}
-    if value.startswith("@"):
+    if value == "@-":
+        try:
+            text = sys.stdin.read()
+        except (OSError, UnicodeDecodeError, ValueError) as e:
+            raise InputError(f"stdin: cannot read the input: {e}") from None
+        where = "stdin"
+    elif value.startswith("@"):
         file = value[1:]
         try:
             text = Path(file).read_text(encoding="utf-8")

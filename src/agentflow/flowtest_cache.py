@@ -8,11 +8,13 @@ import functools
 import json
 import os
 import re
+import tomllib
 from pathlib import Path
 from typing import Any
 
 from agentflow.compiler.imports import file_key
 from agentflow.core import version as core_version
+from agentflow.runtime.config import find_config
 
 #: files a cache key looks at in a flow's directory, at most (beyond: the file is not cached)
 _CACHE_MAX_FILES = 2000
@@ -37,6 +39,31 @@ def _imported_files(file: Path, text: str, seen: set[Path]) -> list[Path]:
             continue
         out.append(path)
         out.extend(_imported_files(path, inner, seen))
+    return out
+
+
+def _config_files(file: Path) -> list[Path]:
+    """The ``flow.toml`` a run of ``file`` reads (the nearest upward, wherever it is) and the
+    Python files its ``[tools] modules`` name (``tools.py``, or ``pkg.tools`` as
+    ``pkg/tools.py`` / ``pkg/tools/__init__.py``, beside it): a test that calls a real tool
+    depends on them.  A file that cannot be read or parsed adds nothing more."""
+    config = find_config(file)
+    if config is None:
+        return []
+    try:
+        modules = tomllib.loads(config.read_text(encoding="utf-8")).get("tools", {}).get("modules")
+    except (OSError, ValueError, AttributeError):
+        return [config]
+    out = [config]
+    for name in modules if isinstance(modules, list) else []:
+        if not isinstance(name, str):
+            continue
+        dotted = name.replace(".", "/")
+        for candidate in (name, f"{dotted}.py", f"{dotted}/__init__.py"):
+            path = config.parent / candidate
+            if candidate.endswith(".py") and path.is_file():
+                out.append(path)
+                break
     return out
 
 
@@ -67,7 +94,8 @@ class _Cache:
     """The ``.flowc-cache`` directory: ``tests/<key>.json`` per `.flow` file state, holding
     its test names and the tests that passed (``{name: {line, runs}}``). The key is the SHA-256
     of the agentflow version and build (:func:`_build`), the file's path and text, the contents of the cassettes it
-    replays, and the name, size and modification time of every file under its directory
+    replays, of the files it imports, of its flow.toml and the tool modules that names
+    (:func:`_config_files`), and the name, size and modification time of every file under its directory
     (hidden ones and ``__pycache__`` left out): a change to any of them runs its tests again."""
 
     def __init__(self, root: Path) -> None:
@@ -86,7 +114,10 @@ class _Cache:
                 h.update(hashlib.sha256((base / cassette).read_bytes()).digest())
             except OSError:
                 h.update(b"missing\0")
-        for imported in _imported_files(file, text, {file_key(file)}):  # their texts
+        for imported in [
+            *_imported_files(file, text, {file_key(file)}),  # their texts
+            *_config_files(file),  # the flow.toml found for it, the tool modules it names
+        ]:
             try:
                 h.update(hashlib.sha256(imported.read_bytes()).digest())
             except OSError:

@@ -2,7 +2,8 @@
 answer is bound to (``decision``), or its stage — as well as its step path; a name that several
 waiting questions have (the same ask in the items of a ``parallel map``) is refused with each
 of them listed by its name and path, and the step path still answers one.  ``flowc runs`` and
-``flowc answer``'s confirmation name a question as the `.flow` does, its path after.  (A real
+``flowc answer``'s confirmation name a question as the `.flow` does, its path after; the
+confirmation also says the value taken, as JSON (a choice given by its number: the choice).  (A real
 ``flowc run --durable`` waiting on its questions; ``flowc answer`` through click, which is
 ``api.answer_durable``, the web console's too.)"""
 
@@ -94,18 +95,18 @@ def test_answer_takes_the_let_name_and_refuses_an_ambiguous_one(tmp_path: Path, 
             "hint: name the one to answer, e.g. "
             "flowc answer s1 'decision[0]' VALUE (or its step path, E0/do.0)\n"
         )
-        code, _, said = _flowc("answer", "s1", "E0/do.0", "ship")  # the path still answers
+        code, _, said = _flowc("answer", "s1", "E0/do.0", "1")  # the path still answers
         assert code == 0, said
-        assert said == "answered [review › item 0 › decision = ask · E0/do.0] Ship a?\n"
+        assert said == 'answered [review › item 0 › decision = ask · E0/do.0] Ship a? with "ship"\n'
         code, _, said = _flowc("answer", "s1", "decision", "hold")  # one left: the name is enough
         assert code == 0, said
-        assert said == "answered [review › item 1 › decision = ask · E0/do.1] Ship b?\n"
+        assert said == 'answered [review › item 1 › decision = ask · E0/do.1] Ship b? with "hold"\n'
         _wait(db, run, {"question:E1"})
         code, _, said = _flowc("answer", "s1", "nothing", "true")
         assert code == 1
         assert "has no question waiting at 'nothing' (waiting: final › go = ask · E1)" in said
         code, _, said = _flowc("answer", "s1", "final", "true")  # the stage's name
-        assert code == 0 and said == "answered [final › go = ask · E1] Publish?\n", said
+        assert code == 0 and said == "answered [final › go = ask · E1] Publish? with true\n", said
         out, err = run.communicate(timeout=120)
         assert run.returncode == 0, err.decode()
         assert json.loads(out) is True  # the last stage's value

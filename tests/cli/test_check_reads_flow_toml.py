@@ -142,3 +142,21 @@ def test_flowc_check_and_flowc_run_report_a_flow_toml_alike(
     printed = sorted(line.removeprefix("error: ") for line in ran.stderr.splitlines())
     assert printed == sorted(expected), (printed, expected)
     assert not any(p in ran.stderr for p in ("Input should", "validation error", "pydantic"))
+
+
+def test_a_kind_naming_an_openai_compatible_server_has_the_fix_as_its_hint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _project(tmp_path, '[providers.local]\nkind = "ollama"\n')
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(main, ["check", "project/a.flow"])
+    assert res.exit_code == 1, res.output
+    assert res.stdout == (
+        "project/flow.toml:2:1: error[invalid-config]: [providers.local] kind: expected a "
+        'provider kind; got the string "ollama"\n'
+        "  |\n"
+        '2 | kind = "ollama"\n'
+        "  | ^^^^\n"
+        '  = hint: ollama serves OpenAI\'s chat-completions API: write kind = "openai" with '
+        'base_url = "http://127.0.0.1:11434/v1"\n'
+    ), res.stdout

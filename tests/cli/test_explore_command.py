@@ -243,3 +243,18 @@ def test_an_ask_exploring_cannot_answer_names_what_would_answer_it(tmp_path, mon
     assert message.startswith('exploring cannot generate an answer to the question "Proceed?"')
     assert "--answer" not in message and "flowc answer" not in message
     assert "stub ask NAME returns VALUE" in message
+
+
+def test_explore_without_its_number_shows_the_options_form(tmp_path):
+    # `flowc test --explore route.flow` (N forgotten) said only click's "is not a valid integer
+    # range"; it names the form now, with the file given
+    path = _write(tmp_path)
+    res = CliRunner().invoke(main, ["test", "--explore", str(path)])
+    assert res.exit_code == 2
+    assert (
+        f"'{path}' is not a number of runs: the number comes first, "
+        f"`flowc test --explore 20 {path}`"
+    ) in res.output
+    assert "not a valid integer range" not in res.output
+    res = CliRunner().invoke(main, ["test", "--explore", "0", str(path)])
+    assert res.exit_code == 2 and "0 is not in the range 1<=x<=10000" in res.output

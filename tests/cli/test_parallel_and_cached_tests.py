@@ -118,6 +118,27 @@ def test_an_unchanged_passing_test_is_cached_and_a_change_runs_it_again(tmp_path
     assert _test(str(path)).output.endswith("(2 cached)\n")
 
 
+def test_a_change_to_the_flow_toml_above_or_its_tool_module_runs_the_test_again(tmp_path):
+    # the flow in project/flows/, its flow.toml and tools.py in project/: outside the flow's
+    # directory, they were not in the cache key, and a changed tool kept a stale PASSED
+    path = _project(tmp_path, tests=1)
+    flows = path.parent / "flows"
+    flows.mkdir()
+    moved = flows / "slow.flow"
+    path.rename(moved)
+    assert _test(str(moved)).output.endswith("1 passed, 0 failed\n")
+    assert _test(str(moved)).output.endswith("(1 cached)\n")
+    tools = path.parent / "tools.py"
+    tools.write_text(tools.read_text().replace("return name", "return name + '!'"))
+    changed = _test(str(moved))
+    assert changed.exit_code == 1 and "(cached)" not in changed.output, changed.output
+    tools.write_text(TOOLS, encoding="utf-8")  # as it was: its earlier pass holds again
+    assert _test(str(moved)).output.endswith("1 passed, 0 failed (1 cached)\n")
+    config = path.parent / "flow.toml"
+    config.write_text(config.read_text() + "\n# touched\n", encoding="utf-8")
+    assert "(cached)" not in _test(str(moved)).output
+
+
 def test_the_build_fingerprint_is_of_the_installed_package_and_computed_once():
     import agentflow.flowtest_cache
 

@@ -56,9 +56,14 @@ def test_schema_wants_a_type_name_or_input_but_not_both(tmp_path):
     flow.write_text(FLOW, encoding="utf-8")
     neither = CliRunner().invoke(main, ["schema", str(flow)])
     both = CliRunner().invoke(main, ["schema", str(flow), "Out", "--input"])
-    for res in (neither, both):
-        assert res.exit_code == 2
-        assert "either a TYPE_NAME or --input" in res.output
+    assert neither.exit_code == both.exit_code == 2
+    assert "either a TYPE_NAME or --input, not both" in both.output
+    # neither given: it said "(not both)" too; now what to give
+    assert "not both" not in neither.output
+    assert (
+        f"give the TYPE_NAME whose schema to print (flowc schema {flow} NAME), or --input for "
+        "the schema of the run's input"
+    ) in " ".join(neither.output.split())
 
 
 def test_schema_input_of_a_flow_with_errors_reports_them(tmp_path):

@@ -55,8 +55,15 @@ def test_scorers_read_absent_optional_fields_of_input_output_expected_as_null(
         run.case: {k: s.reason for k, s in run.scores.items() if not s.passed}
         for run in report.runs
     }
-    # every scorer evaluated (no reason); only those that read the given value are false
-    assert failed == {"without": {}, "with": {"expected_value": None, "interpolated": None}}
+    # every scorer evaluated (none "could not be evaluated"); only those that read the given
+    # value are false, their reason the values compared (a literal side left out)
+    assert failed == {
+        "without": {},
+        "with": {
+            "expected_value": "expected.value is 4",
+            "interpolated": '"${output.note}/${expected.value}" is "null/4"',
+        },
+    }
 
 
 def test_the_issue_s_eval_scores_a_case_without_the_optional_field(tmp_path, monkeypatch):
@@ -75,8 +82,8 @@ def test_the_issue_s_eval_scores_a_case_without_the_optional_field(tmp_path, mon
     )
     report = api.evaluate(tmp_path / "opt.flow", cache=None)
     scores = {r.case: (r.scores["exact"].score, r.scores["exact"].reason) for r in report.runs}
-    # 4 == null is false: scored 0, not "could not be evaluated"
-    assert scores == {"with": (1.0, None), "without": (0.0, None)}
+    # 4 == null is false: scored 0, not "could not be evaluated" (the reason: the values)
+    assert scores == {"with": (1.0, None), "without": (0.0, "output is 4; expected.value is null")}
 
 
 def test_test_expectations_read_absent_optional_fields_as_null(tmp_path):

@@ -181,7 +181,8 @@ def test_fail_under_gates_on_a_pass_rate_and_junit_lists_the_failures(
     suite = ET.parse(tmp_path / "eval.xml").getroot().find("testsuite")
     assert suite.get("tests") == "4" and suite.get("failures") == "2"
     failed = {c.get("name"): c.find("failure").text for c in suite if c.find("failure") is not None}
-    assert failed == {"n2": "exact: 0.00", "n4": "exact: 0.00"}
+    why = 'exact: 0.00 — output.label is "odd"; expected.label is "even"'
+    assert failed == {"n2": why, "n4": why}
     passing = runner.invoke(main, ["eval", "parity.flow", "--fail-under", "0.5"])
     assert passing.exit_code == 0, passing.output
 

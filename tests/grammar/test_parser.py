@@ -959,12 +959,43 @@ def test_catch_after_a_lowest_precedence_expression_hints_at_parentheses(expr: s
 
 
 def test_stub_judge_hints_at_stubbing_the_let_that_holds_it():
+    # a `verify`'s judge too: its `let` holds a Verdict (a new user wrote `stub judge returns
+    # false` for one, and the hint named only `filter … where judge`)
     d = _first('stage s -> int { return 1 }\ntest "t" {\n  stub judge real returns true\n}\n')
     assert "found `judge`" in d.message, d.message
     assert d.hint == (
         "a judge is stubbed through the `let` that holds its result: "
-        "`let kept = filter … where judge …`, then `stub step kept returns …`"
+        "`let kept = filter … where judge …`, then `stub step kept returns …`; "
+        "`let v = verify { … }`, then `stub step v returns { passed: false, failures: […] }`"
     )
+
+
+@pytest.mark.parametrize(
+    ("source", "hint"),
+    [
+        (
+            "input { rounds: int = 3 }\nstage s -> int { return 1 }\n",
+            "a field has no default value: make it optional, `rounds: int?`, and give the "
+            "default where it is read, `input.rounds ?? 3`",
+        ),
+        (
+            "type T {\n  n: int? = 3\n}\nstage s -> int { return 1 }\n",
+            "a field has no default value: make it optional, `n: int?`, and give the "
+            "default where it is read, `x.n ?? 3`",
+        ),
+    ],
+)
+def test_a_default_value_on_a_field_hints_at_an_optional_field_read_with_qq(source: str, hint: str):
+    # `input { rounds: int = 3 }` (a default, as in Python or TypeScript): the hint was only
+    # "write `,`, a name or `}` to close the `input` object"
+    d = _first(source)
+    assert "found `=`" in d.message, d.message
+    assert d.hint == hint
+
+
+def test_an_equals_in_an_object_literal_is_not_taken_for_a_fields_default():
+    d = _first("stage s -> json {\n  let o = { a: 1 = 2 }\n  return o\n}\n")
+    assert d.hint is None or "default value" not in d.hint
 
 
 @pytest.mark.parametrize(

@@ -207,6 +207,27 @@ def test_a_provider_kind_like_none_lists_the_kinds(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    ("kind", "url"),
+    [
+        ("ollama", "http://127.0.0.1:11434/v1"),
+        ("LM Studio", "http://127.0.0.1:1234/v1"),
+        ("vLLM", "http://127.0.0.1:8000/v1"),
+        ("openrouter", "https://openrouter.ai/api/v1"),
+    ],
+)
+def test_a_provider_kind_naming_an_openai_compatible_server_says_to_write_openai(
+    tmp_path: Path, kind: str, url: str
+) -> None:
+    # README names Ollama as the keyless way to try a flow: `kind = "ollama"` is the natural
+    # guess, and the list of kinds alone does not say that "openai" is the one to write
+    assert _load(tmp_path, f'[providers.p]\nkind = "{kind}"\n') == (
+        f'flow.toml:2:1: [providers.p] kind: expected a provider kind; got the string "{kind}"; '
+        f'{kind} serves OpenAI\'s chat-completions API: write kind = "openai" with '
+        f'base_url = "{url}"'
+    )
+
+
+@pytest.mark.parametrize(
     ("line", "message"),
     [
         (

@@ -303,6 +303,26 @@ def test_check_and_run_do_not_import_opentelemetry_unless_asked(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
+def test_an_export_to_a_port_nothing_listens_on_says_connection_refused(tmp_path):
+    # the SDK's last word after its retries is only "Failed to export spans batch due to
+    # timeout, max retries or shutdown."; the reason an attempt gave is said first (a timeout
+    # of 3 s leaves room for a retry, whose warning carries it)
+    plan = tmp_path / "echo.plan.yaml"
+    plan.write_text(PLAN_ECHO.split("  - id: E1")[0])
+    port = _closed_port()
+    (tmp_path / "flow.toml").write_text("[telemetry]\ntimeout = 3\n")
+    _, proc = _imports_otel(
+        "run", str(plan), "--input", '{"token": "t"}', "--otel", f"http://127.0.0.1:{port}",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    (line,) = [ln for ln in proc.stderr.splitlines() if "telemetry export" in ln]
+    assert line.startswith(
+        f"agentflow: telemetry export to http://127.0.0.1:{port}/v1/traces failed: "
+        "Connection refused ("
+    ), line
+
+
 def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

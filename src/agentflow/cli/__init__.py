@@ -159,6 +159,7 @@ from agentflow.cli.common import (  # noqa: E402
     _out,
     _question_notice,
     _record_option,
+    _redrive_hint,
     _render,
     _replay_option,
     _show_run_error,
@@ -434,7 +435,9 @@ def _given_answers(ctx: Any, param: Any, given: tuple[str, ...]) -> dict[str, st
 
 @main.command()
 @click.argument("target", type=click.Path(dir_okay=False))
-@click.option("--input", "input_", callback=given_input, help="Input as JSON, or @file.json.")
+@click.option(
+    "--input", "input_", callback=given_input, help="Input as JSON, or @file.json (@- reads stdin)."
+)
 @_workspace_option
 @_trace_option
 @click.option(
@@ -615,6 +618,8 @@ def run(
             _show_run_error(result.error, target, texts=snapshot)
         else:  # pragma: no cover - a failed run always says why
             _err(f"error: the run ended with status {result.status}")
+        if durable:
+            _redrive_hint(result)
         sys.exit(1)
 
 

@@ -10,6 +10,7 @@ import json
 import math
 import os
 import re
+import shlex
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -184,8 +185,8 @@ def given_files(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
 
 def given_input(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     """A click callback for ``--input``: the file of ``--input @FILE`` is there and readable,
-    else a usage error (exit 2, :func:`given_file`)."""
-    if isinstance(value, str) and value.startswith("@"):
+    else a usage error (exit 2, :func:`given_file`); ``@-`` is standard input."""
+    if isinstance(value, str) and value.startswith("@") and value != "@-":
         given_file("--input @", value[1:])
     return value
 
@@ -433,6 +434,18 @@ def _text_of(file: str, texts: Mapping[str, str]) -> str:
     """The source of ``file`` as the run read it (``texts``), else as it is now."""
     known = texts.get(file)
     return known if known is not None else Path(file).read_text(encoding="utf-8")
+
+
+def _redrive_hint(result: Any) -> None:
+    """After a durable run that ended ``error`` or ``aborted`` (a hook's abort), the hint naming
+    the command that runs it again from its failed steps (docs/durable.md "Redrive and reuse"):
+    the run id is only on the first line of the run's output."""
+    run_id = getattr(result, "run_id", None)
+    if run_id and result.status in ("error", "aborted"):
+        _err(
+            f"hint: once what failed is put right, `flowc redrive {shlex.quote(run_id)}` runs "
+            "it again from its failed steps, taking every step that finished"
+        )
 
 
 def _edited_since(target: str, shown: str, plan_text: str, started: float) -> bool:

@@ -25,6 +25,7 @@ from agentflow.cli.common import (
     _otel_endpoint,
     _out,
     _question_notice,
+    _redrive_hint,
     _show_question,
     _show_run_error,
     _telemetry_option,
@@ -33,6 +34,7 @@ from agentflow.cli.common import (
     checked_model,
     given_files,
 )
+from agentflow.core.diagnostics import did_you_mean, suggested
 from agentflow.core.redaction import redact
 from agentflow.core.text import choices_text
 from agentflow.core.text import money as as_money
@@ -102,10 +104,16 @@ def _durable_call(coro_fn: Any) -> Any:
 
 
 def _finish(
-    result: Any, as_json: bool, target: str = "", ran: tuple[str, float] | None = None
+    result: Any,
+    as_json: bool,
+    target: str = "",
+    ran: tuple[str, float] | None = None,
+    hint: bool = True,
 ) -> None:
     """Print a resumed or redriven run's result (``--json``: the whole result, else the output;
-    a durable question's answer as text, as ``flowc ask`` prints it) and exit 1 with its error when it did not end ``ok`` / ``exited``."""
+    a durable question's answer as text, as ``flowc ask`` prints it) and exit 1 with its error
+    when it did not end ``ok`` / ``exited`` — then with the ``flowc redrive`` hint, unless
+    ``hint`` is False (a note before said it)."""
     if as_json:
         click.echo(_json_out(result.to_dict()))
     elif isinstance(result.results.get("ask"), dict) and isinstance(result.output, str):
@@ -118,6 +126,8 @@ def _finish(
             target,  # the run's flow as found from here: the error's line under it
             ran,  # unless it changed since the run started (the plan it ran, when)
         )
+        if hint:
+            _redrive_hint(result)
         sys.exit(1)
 
 
@@ -205,7 +215,8 @@ def resume(
                 f"run whose process stopped — `flowc redrive {shlex.quote(run_id)}` runs it "
                 "again, reusing the steps that finished"
             )
-        _finish(result, as_json, file or "", ran)
+        # a run that had ended already: the note above names redrive
+        _finish(result, as_json, file or "", ran, hint=ended not in ("error", "aborted"))
         return
     asked = api.durable_ask_result(result)
     if before.status == "aborted" and not reopened and not as_json:
@@ -327,6 +338,8 @@ def runs(
     if not found:
         what = f"no durable runs{_filtered(status, plan)}"
         _err(what + (f" (no database at {missing})" if missing else ""))
+        if (status or plan) and missing is None and _other_runs(url, plan):
+            return  # the runs of this database: not "started elsewhere"
         if config is None and database is None:
             _elsewhere(url, everywhere=elsewhere)
         return
@@ -347,6 +360,23 @@ def runs(
             _say(f"    ! {r.unreadable}")
     if more:
         _say(more)
+
+
+def _other_runs(url: str, plan: str | None) -> bool:
+    """Under a filtered ``flowc runs``' "no durable runs": the plans of the runs database
+    ``url`` does hold (its newest 1,000), a did-you-mean for a ``--plan`` close to one of them,
+    and the command that lists them; False (nothing said) when it holds none."""
+    held = _durable_call(lambda: api.list_durable_runs(url, limit=1000))
+    if not held:
+        return False
+    names = sorted({str(r.plan) for r in held})
+    meant = did_you_mean(plan, names) if plan else None
+    also = f"; did you mean --plan {suggested(meant)}?" if meant else ""
+    _err(
+        f"  the database holds runs of other statuses or plans (plans: {', '.join(names)}): "
+        f"flowc runs lists them{also}"
+    )
+    return True
 
 
 #: How many databases ``flowc runs``' "started elsewhere" hint names at most.
@@ -679,7 +709,8 @@ def answer(run_id: str, step: str, value: str, config: str | None, database: str
     question wants text), checked against the question's type and choices."""
     url = _run_database(config, database, run_id).url
     question = _durable_call(lambda: api.answer_durable(url, run_id, step, value))
-    _err(f"answered [{question.shown()}] {question.question}")
+    taken = f" with {json.dumps(question.answer, ensure_ascii=False)}" if question.closed else ""
+    _err(f"answered [{question.shown()}] {question.question}{taken}")
 
 
 @click.command()

@@ -18,6 +18,21 @@ from agentflow.core.text import visible
 NO_TESTS = 5
 
 
+class _Runs(click.IntRange):
+    """``--explore N``: a number of runs; a value that is no number (``--explore FILE``, N
+    forgotten) is told the option's form, not only click's "not a valid integer range"."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value.strip().lstrip("+-").isdigit():
+            self.fail(
+                f"{value!r} is not a number of runs: the number comes first, "
+                f"`flowc test --explore 20 {value}`",
+                param,
+                ctx,
+            )
+        return super().convert(value, param, ctx)
+
+
 @click.command("test")
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("-k", "pattern", help="Run only the tests whose name contains (or matches) this.")
@@ -36,7 +51,8 @@ NO_TESTS = 5
 @click.option(
     "--explore",
     "explore_runs",
-    type=click.IntRange(1, 10_000),
+    type=_Runs(1, 10_000),
+    metavar="N",
     help="Instead: run FILE N times with generated answers and report the branches exercised.",
 )
 def test_cmd(
@@ -52,8 +68,9 @@ def test_cmd(
     stubbed agents and tools answer their stubs, other agents the test model
     (docs/reference/testing.md). Exit code 0 when every test passed, 1 otherwise, 5 when no
     test ran (no .flow file, no test block, none matching -k; as pytest). Tests run
-    -j at once; a test that passed is not run again while its file, its directory and agentflow
-    are unchanged (reported "PASSED (cached)"; the cache is .flowc-cache/, --no-cache runs all).
+    -j at once; a test that passed is not run again while its file, its directory, its
+    flow.toml and tool modules, and agentflow are unchanged (reported "PASSED (cached)"; the
+    cache is .flowc-cache/, --no-cache runs all).
 
     With --explore N FILE: run FILE N times, every agent and tool answering generated values
     (test model seeds 0..N-1), and report which `if` branches, `require`/`verify` outcomes and

@@ -41,8 +41,13 @@ def schema(file: str, type_name: str | None, show_input: bool) -> None:
     """Print the JSON Schema contract of TYPE_NAME declared in FILE, or with --input the schema
     of FILE's input (a schema without constraints when FILE declares no `input`: any JSON
     value is accepted)."""
-    if (type_name is None) == (not show_input):
-        raise click.UsageError("give either a TYPE_NAME or --input (not both)")
+    if type_name is not None and show_input:
+        raise click.UsageError("give either a TYPE_NAME or --input, not both")
+    if type_name is None and not show_input:
+        raise click.UsageError(
+            f"give the TYPE_NAME whose schema to print (flowc schema {file} NAME), or --input "
+            "for the schema of the run's input"
+        )
     if not Path(file).is_file():
         raise no_such(file)
     try:

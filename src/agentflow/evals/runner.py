@@ -49,6 +49,7 @@ from agentflow.core.vocabulary import Code
 from agentflow.errors import ConfigError, FlowError
 from agentflow.evals.dataset import Case, check_cases, read_dataset
 from agentflow.evals.report import DEFAULT_EVAL_NAME, CaseRun, EvalReport, ScoreResult
+from agentflow.grammar import ast
 from agentflow.ir.loader import load_plan_data
 from agentflow.runtime.events import CallbackSink
 from agentflow.runtime.expressions import evaluate, to_text
@@ -608,6 +609,47 @@ def _case_router(
     return _router(config, named, f"repeat {repeat}", cache, counts)
 
 
+#: the comparisons whose failed `bool` score shows both sides' values
+_COMPARISONS = frozenset({"==", "!=", "<", "<=", ">", ">=", "in"})
+#: the most characters of one side's value a reason shows
+_SHOWN = 120
+
+
+def _compared(written: Any, expr: Any, scope: dict[str, Any], text: str) -> str | None:
+    """The reason of a failed `bool` score that is a comparison (``output.team ==
+    expected.team``): each side as written with its value (``output.team is "billing";
+    expected.team is "platform"``), abridged, a literal side left out; None for any other
+    expression, or a side that cannot be evaluated alone."""
+    if not isinstance(written, ast.Binary) or written.op not in _COMPARISONS:
+        return None
+    if not isinstance(expr, ast.Binary):
+        return None
+    sides = []
+    for shown, side in ((written.left, expr.left), (written.right, expr.right)):
+        if _constant(shown):  # `== "none"`: its value is what is written
+            continue
+        try:
+            value = evaluate(side, scope)
+        except FlowError:
+            return None
+        source = text[shown.span.start : shown.span.end]
+        if not source or "\n" in source:
+            return None
+        dumped = json.dumps(redact_data(value), ensure_ascii=False, default=str)
+        if len(dumped) > _SHOWN:
+            dumped = dumped[: _SHOWN - 1] + "…"
+        sides.append(f"{source} is {escape_surrogates(dumped)}")
+    return "; ".join(sides) or None
+
+
+def _constant(expr: Any) -> bool:
+    """True for a literal whose value is its text: a number, `true`/`false`, `null`, a
+    duration, a string without `${…}`."""
+    if isinstance(expr, ast.StringLit):
+        return expr.is_plain
+    return isinstance(expr, (ast.NumberLit, ast.BoolLit, ast.NullLit, ast.DurationLit))
+
+
 async def _score(
     prepared: Prepared,
     case: Case,
@@ -646,12 +688,15 @@ async def _score(
             continue
         try:
             # read as a stage reads: an absent optional field is null (docs/reference/types.md)
-            value = evaluate(absent_reads_null(scorer.expr, prepared.result), scope)
+            expr = absent_reads_null(scorer.expr, prepared.result)
+            value = evaluate(expr, scope)
         except FlowError as e:
             out[name] = ScoreResult(0.0, False, f"could not be evaluated: {e}")
             continue
         if kind == "bool":
-            out[name] = ScoreResult(1.0 if value is True else 0.0, value is True)
+            passed = value is True
+            why = None if passed else _compared(scorer.expr, expr, scope, prepared.text)
+            out[name] = ScoreResult(1.0 if passed else 0.0, passed, why)
         elif kind == "number":
             raw = float(value) if isinstance(value, (int, float)) else 0.0
             score = min(1.0, max(0.0, raw))

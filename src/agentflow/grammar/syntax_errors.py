@@ -292,6 +292,10 @@ def _syntax_hint(
     terminals that fit (``expected``), the tokens shifted before it (``values``) and whether
     the parser is inside an agent block."""
     typ = tok.type
+    if typ == "EQUALS" and {"AT", "RBRACE"} <= expected:  # after a field's type
+        default = _field_default_hint(sc, tok)
+        if default is not None:  # `input { rounds: int = 3 }`
+            return default
     if typ == "LT" and _FN_NAME_BEFORE.search(_line_before(sc, tok)):
         # `fn gen<T>(x: T) -> T` of languages with generics
         return (
@@ -486,7 +490,8 @@ def _syntax_hint(
         # `stub judge real returns true`: judges are not stubbed by name
         return (
             "a judge is stubbed through the `let` that holds its result: "
-            "`let kept = filter … where judge …`, then `stub step kept returns …`"
+            "`let kept = filter … where judge …`, then `stub step kept returns …`; "
+            "`let v = verify { … }`, then `stub step v returns { passed: false, failures: […] }`"
         )
     if prev.type == "DEADLINE" and "DURATION" in expected:
         return (
@@ -686,6 +691,29 @@ def _constraint_inside_type(sc: Scanner, tok: Any) -> tuple[str, str] | None:
         f"whole union (`{name}: {typ} {more} {written}`)"
     )
     return message, hint
+
+
+#: ``NAME: TYPE`` just before a `=`, the field of an object type given a default
+_FIELD_BEFORE_EQUALS = re.compile(r"(?:^|[{,])\s*(\w+)\s*:\s*([\w\[\]?<>\" |]+?)\s*$")
+
+
+def _field_default_hint(sc: Scanner, tok: Any) -> str | None:
+    """The hint of ``input { rounds: int = 3 }`` / ``type T { n: int = 3 }``: a field has no
+    default value; an optional field read with ``??`` is how one is written.  None when the
+    `=` does not follow a ``NAME: TYPE`` on its line."""
+    before = _line_before(sc, tok)
+    m = _FIELD_BEFORE_EQUALS.search(before)
+    if m is None:
+        return None
+    name, typ = m.group(1), m.group(2).strip()
+    after = re.match(r"\s*([^,}\n]+)", sc.text[tok.start - sc.ob + 1 :])
+    value = after.group(1).strip() if after else "…"
+    optional = typ if typ.endswith("?") else f"{typ}?"
+    reader = "input" if re.search(r"\binput\s*\{", before) else "x"
+    return (
+        f"a field has no default value: make it optional, `{name}: {optional}`, and give the "
+        f"default where it is read, `{reader}.{name} ?? {value}`"
+    )
 
 
 def _line_before(sc: Scanner, tok: Any) -> str:

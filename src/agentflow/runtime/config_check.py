@@ -27,6 +27,8 @@ __all__ = ["config_diagnostics"]
 _AT = re.compile(r":(\d+)(?::(\d+))?: ")
 #: the did-you-mean of a message (``…; did you mean 'api_key_env'?``)
 _MEANT = re.compile(r"; did you mean '([^']+)'\?$")
+#: the advice of a message whose `kind` names a server speaking OpenAI's API (config_errors)
+_COMPATIBLE = re.compile(r"; ([^;]+ serves OpenAI's chat-completions API: [^;]+)$")
 #: the token a span covers from its column: a key, a dotted key, a table's name
 _TOKEN = re.compile(r'[A-Za-z0-9_\-."]+')
 
@@ -101,5 +103,10 @@ def _one(span: Span, message: str) -> Diagnostic:
             message[: meant.start()],
             span,
             hint=f"did you mean `{meant.group(1)}`?",
+        )
+    compatible = _COMPATIBLE.search(message)
+    if compatible is not None:
+        return Diagnostic(
+            INVALID_CONFIG, message[: compatible.start()], span, hint=compatible.group(1)
         )
     return Diagnostic(INVALID_CONFIG, message, span, hint=_HINT)

@@ -112,8 +112,10 @@ def _wrong_value(root: type[BaseModel], text: str, raw: tuple[str | int, ...], g
         if hint is None:
             hint = did_you_mean(given.lower(), choices)
             meant = suggested(hint) if hint else None
+    compatible = _compatible(given) if name == "kind" and own and meant is None else None
     if name in _NOUNS and own:  # "a provider kind": the suggestion, else the list, says which
-        what = _NOUNS[name] if meant is not None else f"{_NOUNS[name]} ({what})"
+        said = meant is not None or compatible is not None
+        what = _NOUNS[name] if said else f"{_NOUNS[name]} ({what})"
     key = next((str(p) for p in reversed(raw) if isinstance(p, str)), "")
     example = _example(expected, f"{owner}.{key}", field) if own and not table else None
     if example is not None and not choices:
@@ -127,7 +129,43 @@ def _wrong_value(root: type[BaseModel], text: str, raw: tuple[str | int, ...], g
     message = f"{_written(text, raw)}: expected {what}; got {_given(given, show=not secret)}"
     if meant is not None:
         message += f"; did you mean '{meant}'?"
+    elif compatible is not None:
+        message += f"; {compatible}"
     return message
+
+
+#: servers a `kind` may name that speak OpenAI's chat-completions API (lower case, without
+#: spaces, dots and dashes), with the base_url of a local one's default port
+_OPENAI_COMPATIBLE: dict[str, str] = {
+    "ollama": "http://127.0.0.1:11434/v1",
+    "lmstudio": "http://127.0.0.1:1234/v1",
+    "vllm": "http://127.0.0.1:8000/v1",
+    "llamacpp": "http://127.0.0.1:8080/v1",
+    "localai": "http://127.0.0.1:8080/v1",
+    "litellm": "http://127.0.0.1:4000/v1",
+    "openrouter": "https://openrouter.ai/api/v1",
+    "groq": "https://api.groq.com/openai/v1",
+    "together": "https://api.together.xyz/v1",
+    "deepseek": "https://api.deepseek.com/v1",
+    "mistral": "https://api.mistral.ai/v1",
+    "fireworks": "https://api.fireworks.ai/inference/v1",
+    "xai": "https://api.x.ai/v1",
+}
+
+
+def _compatible(given: Any) -> str | None:
+    """What to write instead of a ``kind`` that names a server speaking OpenAI's API
+    (``"ollama"``): ``kind = "openai"`` with that server's ``base_url``; None for any other
+    value."""
+    if not isinstance(given, str):
+        return None
+    url = _OPENAI_COMPATIBLE.get(re.sub(r"[\s._-]", "", given.lower()))
+    if url is None:
+        return None
+    return (
+        f'{given} serves OpenAI\'s chat-completions API: write kind = "openai" with '
+        f'base_url = "{url}"'
+    )
 
 
 #: keys whose values a message never shows (credentials may be written there)

@@ -80,6 +80,24 @@ class _Redactor:
         return value
 
 
+#: the system's words for why a connection failed, in a urllib3 message
+#: (``… Failed to establish a new connection: [Errno 111] Connection refused")``)
+_ERRNO = re.compile(r"\[Errno -?\d+\] ([^\"')\]]+)")
+
+
+def _export_cause(messages: list[str]) -> str:
+    """What a failed export says: the SDK's last message, which after retries is only "Failed
+    to export spans batch due to timeout, max retries or shutdown.", with the system's reason
+    an earlier attempt's message gave (``Connection refused``, ``Name or service not known``)
+    put first — the cause the user can act on."""
+    last = messages[-1] if messages else ""
+    for message in reversed(messages):
+        found = _ERRNO.search(message)
+        if found is not None:
+            return f"{found.group(1).strip()} ({last.rstrip('.')})"
+    return last
+
+
 def _shorten(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -125,7 +143,7 @@ class _Open:
 
 class _ExportProblems(logging.Handler):
     """Collects the OpenTelemetry SDK's export log records (they would otherwise reach stderr
-    with a traceback); the sink reports the first one in one line when it closes."""
+    with a traceback); the sink reports them in one line when it closes (:func:`_export_cause`)."""
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
@@ -529,7 +547,7 @@ class SpanTree:
                 lg.setLevel(level)
         if cut is not None or self._problems.messages:
             why = f"cut short by {cut}; the spans not sent" if cut is not None else "failed: "
-            last = self._problems.messages[-1] if cut is None else ""
+            last = _export_cause(self._problems.messages) if cut is None else ""
             print(
                 f"agentflow: telemetry export to {self.settings.endpoint} {why}"
                 f"{visible(_shorten(self._redact.text(last)))}",

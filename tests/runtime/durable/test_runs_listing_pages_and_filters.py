@@ -105,6 +105,24 @@ def test_runs_pages_filters_in_the_query_and_counts_what_it_leaves_out(here):
     assert [r.run_id for r in found] == ["old"] and counted == (5, 1)
 
 
+def test_a_filter_that_matches_nothing_names_the_databases_own_plans_not_elsewhere(here):
+    # before: "no durable runs of a plan named like 'relase'" and then "runs were started
+    # elsewhere …" lines pointing at other projects' databases, though this one holds runs
+    typo = _cli("runs", "--plan", "relase")
+    assert typo.exit_code == 0 and typo.stdout == ""
+    assert typo.stderr == (
+        "no durable runs of a plan named like 'relase'\n"
+        "  the database holds runs of other statuses or plans (plans: quick, release): "
+        "flowc runs lists them; did you mean --plan release?\n"
+    )
+    none = _cli("runs", "--status", "cancelled")
+    assert "started elsewhere" not in none.stderr
+    assert none.stderr.splitlines()[-1] == (
+        "  the database holds runs of other statuses or plans (plans: quick, release): "
+        "flowc runs lists them"
+    )
+
+
 def test_answering_by_name_a_question_answered_while_stopped_says_it_was_answered(here):
     for wrong, says in (
         ("true", "`answer` is true, but the ask's type wants `int` here"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import math
 from typing import Any, TypeGuard
 
@@ -478,8 +479,9 @@ async def _holders(url: str, run_id: str, family: list[Any]) -> list[dict[str, A
 @on_engine(temporal_manage)
 async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
     """Answer the question of run ``run_id`` at step path ``step`` with ``value`` (checked
-    against the question's choices and schema), from any process.  Raises InputError for no
-    such question (:func:`_close`) or a value it does not accept."""
+    against the question's choices and schema), from any process; returns the question with
+    the value taken (``closed="answer"``, ``answer``).  Raises InputError for no such question
+    (:func:`_close`) or a value it does not accept."""
 
     return await _close(url, run_id, step, value, answering=True)
 
@@ -515,6 +517,8 @@ async def _close(url: str, run_id: str, step: str, value: Any, *, answering: boo
         closed = await claim(question.workflow_id, question.key, message, topic=f"answer:{step}")
     if not closed.accepted:
         raise InputError(closed_message(run_id, step, closed))
+    if answering:  # the value taken, as checked (a choice by its number: the choice)
+        return dataclasses.replace(question, closed="answer", answer=message["answer"])
     return question
 
 
