@@ -358,9 +358,9 @@ def _check_answers(plan: Plan, answers: Mapping[str, Any]) -> None:
     """Raise :class:`InputError` for ``answers`` that cannot answer an ``ask`` of ``plan`` (or
     of a plan it calls), before the run (docs/reference/cli.md "flowc run --answer"): a NAME
     that is not text, a VALUE no JSON holds (bytes, a set, NaN), a NAME no ask has — not its
-    step path, not the ``let`` of its answer, not its stage —, and an indexed NAME (``ok[1]``)
-    whose number of indices is not the number of maps and loops its ask is asked in (one in a
-    map, two in a loop in a map). An index past the items is known only as the run goes:
+    step path, not the ``let`` of its answer or the `parallel` branch it is, not its stage —,
+    and an indexed NAME (``ok[1]``) whose number of indices is not the number of maps and loops
+    its ask is asked in (one in a map, two in a loop in a map). An index past the items is known only as the run goes:
     ``RunResult.unused_answers`` says it."""
     for name, value in answers.items():
         if not isinstance(name, str):
@@ -374,10 +374,15 @@ def _check_answers(plan: Plan, answers: Mapping[str, Any]) -> None:
     names: set[str] = set()
     paths: set[str] = set()
     for one in [plan, *(plan.plans or {}).values()]:
-        for path, step in one.iter_steps():
+        steps = one.iter_steps()
+        parallels = {path for path, step in steps if step.tool_name == "parallel"}
+        for path, step in steps:
             if step.tool_name == "ask":
                 paths.add(path)
                 names.update(str(step.meta[k]) for k in ("name", "stage") if step.meta.get(k))
+                parent, _, branch = path.rpartition("/")
+                if parent in parallels and step.meta.get("stage"):
+                    names.add(branch)  # `a: ask …`, a `parallel` branch: named as a `let`
     depths = _ask_depths(plan)
     # a step path inside a map's item or a loop's round (`E0/do.1`) starts at a step of its own
     firsts = {path.split("/", 1)[0] for path, _ in plan.iter_steps()}

@@ -199,3 +199,30 @@ def test_answer_numbering_past_the_choices_says_they_are_numbered(tmp_path, monk
     assert "nothing was run" in out.stderr
     taken = CliRunner().invoke(main, ["run", "c.flow", "--answer", "ok=2"])
     assert taken.exit_code == 0 and '"hold"' in taken.stdout, taken.output
+
+
+PARALLEL = """\
+stage s -> json {
+  let both = parallel {
+    a: ask "A?" expect int
+    b: ask "B?" expect int
+  }
+  return both
+}
+"""
+
+
+def test_a_parallel_branchs_ask_is_answered_and_named_by_its_branch(tmp_path, monkeypatch):
+    # break14: `--answer a=5` was refused ("no `ask` of the flow is named so") although the
+    # durable prompt says `flowc answer RUN a VALUE`, and the unanswered ask's error named the
+    # compiled step path (`--answer E0/b=VALUE`)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NO_COLOR", "1")
+    (tmp_path / "p.flow").write_text(PARALLEL)
+    both = CliRunner().invoke(main, ["run", "p.flow", "--answer", "a=5", "--answer", "b=6"])
+    assert both.exit_code == 0, both.output
+    assert json.loads(both.stdout) == {"a": 5, "b": 6}
+    one = CliRunner().invoke(main, ["run", "p.flow", "--answer", "a=5"])
+    assert one.exit_code == 1
+    assert "answer it with `--answer b=VALUE`" in one.stderr
+    assert "E0/b=VALUE" not in one.stderr

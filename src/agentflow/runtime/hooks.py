@@ -529,11 +529,24 @@ def indexed_name(label: str) -> str | None:
     return name + "".join(f"[{n}]" for n in numbers)
 
 
+def branch_name(label: str) -> str | None:
+    """``a`` for an ask that is branch ``a`` of a `parallel` block (``s › parallel › a ›
+    ask``), asked once (no ``item N`` / ``round N`` above it): the branch's name names its
+    question as a ``let``'s does (``--answer a=5``, ``flowc answer RUN a 5``); else None."""
+    parts = label.split(" › ")
+    if len(parts) < 4 or parts[-1] != "ask" or parts[-3] != "parallel":
+        return None
+    if any(_REPEATED.match(p) for p in parts):
+        return None
+    return parts[-2]
+
+
 def given_answer(answers: Mapping[str, Any], request: AskRequest) -> tuple[str, Any] | None:
     """The answer ``answers`` (``flowc run --answer NAME=VALUE``; ``run(answers=…)``) gives the
     question ``request``, as ``(NAME, VALUE)``, or None: NAME is its step path, else the ``let``
-    its answer is bound to (``ok`` of ``approve › ok = ask``), else its stage's name — the names
-    ``flowc answer`` takes (docs/reference/cli.md "flowc run --answer")."""
+    its answer is bound to (``ok`` of ``approve › ok = ask``) or the `parallel` branch it is
+    (:func:`branch_name`), else its stage's name — the names ``flowc answer`` takes
+    (docs/reference/cli.md "flowc run --answer")."""
     names = [request.step_path]
     if request.label:
         parts = request.label.split(" › ")
@@ -544,6 +557,8 @@ def given_answer(answers: Mapping[str, Any], request: AskRequest) -> tuple[str, 
         names += [indexed] if indexed else []
         names += [request.label, request.label.removesuffix(" = ask")]
         names += [let] if eq else []
+        branch = branch_name(request.label)
+        names += [branch] if branch else []
         names.append(parts[0])
     for name in names:
         if name in answers:
@@ -635,9 +650,13 @@ def unanswered_message(
 
 def _answer_key(request: AskRequest) -> str:
     """The NAME ``--answer`` and ``flowc answer`` take for ``request``: the ``let`` its answer
-    is bound to (every item of a map, every round of a loop), else its step path."""
+    is bound to (every item of a map, every round of a loop) or the `parallel` branch it is
+    (:func:`branch_name`), else its step path."""
     if request.label:
         let, eq, _ = request.label.split(" › ")[-1].partition(" = ")
         if eq and let:
             return let
+        branch = branch_name(request.label)
+        if branch:
+            return branch
     return request.step_path
