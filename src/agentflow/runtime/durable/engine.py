@@ -591,9 +591,12 @@ class DurableEffects(Effects):
         """One tool call as one durable operation ``{path}/tool:{name}#n``."""
         name = self._name(f"{ctx.step_path}/tool:{tool.name}")
         unit = _ITEM.get()
+        # a file tool's (and a Python tool's: it is given the workspace) call is another
+        # operation in another workspace: `--reuse`/`redrive --workspace` run it again there
+        where = [str(ctx.workspace.resolve())] if tool.source in ("builtin", "user") else []
         return await self._step(
             name,
-            digest(tool.name, args),
+            digest(tool.name, args, *where),
             lambda: call_tool_cleaned(tool, args, ctx),
             idempotent=tool_idempotent(tool),
             path=ctx.step_path,
