@@ -5,6 +5,9 @@ left to its default says its question on its progress line."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 from click.testing import CliRunner
 
@@ -226,3 +229,27 @@ def test_a_parallel_branchs_ask_is_answered_and_named_by_its_branch(tmp_path, mo
     assert one.exit_code == 1
     assert "answer it with `--answer b=VALUE`" in one.stderr
     assert "E0/b=VALUE" not in one.stderr
+
+
+WRITE = """\
+stage s -> json {
+  let t = ask "T?"
+  let w = write_file(path: "o.txt", content: t)
+  return { t: t, w: w }
+}
+"""
+
+
+def test_an_answer_with_bytes_that_are_not_utf8_takes_them_as_replacement_characters(tmp_path):
+    # break14: `--answer $'t=\\xffx'` kept Python's surrogate escape ("\\udcffx"), shown so, and
+    # the run failed in write_file with a UnicodeEncodeError; `--input` and `flowc answer` make
+    # such bytes U+FFFD
+    (tmp_path / "w.flow").write_text(WRITE)
+    argv = [os.fsencode(a) for a in [sys.executable, "-m", "agentflow", "run", "w.flow"]]
+    done = subprocess.run(
+        [*argv, b"--answer", b"t=\xffx"], cwd=tmp_path, capture_output=True,
+        stdin=subprocess.DEVNULL, env={**os.environ, "NO_COLOR": "1"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode("utf-8", "replace")
+    assert json.loads(done.stdout)["t"] == "\ufffdx"
+    assert (tmp_path / "o.txt").read_text(encoding="utf-8") == "\ufffdx"

@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from agentflow.core.redaction import redact_data
 from agentflow.core.schema_types import flow_type_of_schema
-from agentflow.core.text import choices_text, value_text, visible
+from agentflow.core.text import choices_text, clean_json, value_text, visible
 from agentflow.core.vocabulary import Code
 from agentflow.errors import InputError, RunAborted, RunError
 from agentflow.ir.mismatch import mismatches, type_names
@@ -570,9 +570,10 @@ def answering(
     answers: Mapping[str, Any], fallback: Interlocutor | None, used: set[str] | None = None
 ) -> Callable[[AskRequest], Awaitable[Any]]:
     """An interlocutor answering each ``ask`` that ``answers`` names (:func:`given_answer`)
-    with its value — a text parsed as ``flowc answer`` parses it, checked against the
-    question's type and choices with its messages (:func:`checked_answer`; a value it refuses
-    fails the step with ``output_validation``) — and putting any other to ``fallback`` (None:
+    with its value (lone surrogates made U+FFFD) — a text parsed as ``flowc answer`` parses
+    it, checked against the question's type and choices with its messages
+    (:func:`checked_answer`; a value it refuses fails the step with ``output_validation``) —
+    and putting any other to ``fallback`` (None:
     unanswered, ``when_unanswered`` decides). ``used``: each NAME that answered a question is
     added to it (the run reports the others: ``RunResult.unused_answers``)."""
 
@@ -583,6 +584,9 @@ def answering(
         name, value = found
         if used is not None:
             used.add(name)
+        # bytes of a command line that were not UTF-8 (Python's surrogate escapes) are U+FFFD,
+        # as in `--input` and `flowc answer`: never a lone surrogate no file or wire can take
+        value = clean_json(value)
         try:
             return checked_answer(request, value)
         except InputError as e:
