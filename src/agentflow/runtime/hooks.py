@@ -347,6 +347,7 @@ def terminal_interlocutor(
                 line = await run_in_daemon_thread(inp.readline)
                 if not line or not line.strip():
                     return NO_ANSWER
+                line = clean_json(line)  # bytes that were not UTF-8: U+FFFD, as `--answer`'s
                 try:
                     answer = _parse_answer(line, request)
                 except DuplicateKey as e:
