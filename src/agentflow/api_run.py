@@ -388,7 +388,9 @@ def _check_answers(plan: Plan, answers: Mapping[str, Any]) -> None:
     firsts = {path.split("/", 1)[0] for path, _ in plan.iter_steps()}
     for name in answers:
         base = _INDEXED.match(name)  # `ok[1]`: the ask of `let ok` in item 1 of a map
-        last = name.split(" › ")[-1].removesuffix(" = ask")  # a label: `s › item 1 › ok`
+        parts = name.split(" › ")  # a label: `s › item 1 › ok`, `s › parallel › a › ask`
+        last = parts[-2] if len(parts) > 1 and parts[-1] == "ask" else parts[-1]
+        last = last.removesuffix(" = ask")
         if base is not None and base.group(1) in names:
             _check_depth(name, base.group(1), depths.get(base.group(1), set()))
             continue

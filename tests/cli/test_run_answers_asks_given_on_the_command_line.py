@@ -225,6 +225,10 @@ def test_a_parallel_branchs_ask_is_answered_and_named_by_its_branch(tmp_path, mo
     both = CliRunner().invoke(main, ["run", "p.flow", "--answer", "a=5", "--answer", "b=6"])
     assert both.exit_code == 0, both.output
     assert json.loads(both.stdout) == {"a": 5, "b": 6}
+    label = CliRunner().invoke(
+        main, ["run", "p.flow", "--answer", "s › parallel › a › ask=5", "--answer", "b=6"]
+    )  # its label as the progress prints it, as `flowc answer` takes it
+    assert label.exit_code == 0 and json.loads(label.stdout) == {"a": 5, "b": 6}, label.output
     one = CliRunner().invoke(main, ["run", "p.flow", "--answer", "a=5"])
     assert one.exit_code == 1
     assert "answer it with `--answer b=VALUE`" in one.stderr
