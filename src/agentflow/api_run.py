@@ -502,8 +502,11 @@ def _ask_depths(plan: Plan) -> dict[str, set[int]]:
                 if (up := tools.get("/".join(parts[:i]))) is not None and up.tool_name in _REPEATING
             )
             depth = key[1] + inside
+            up = tools.get("/".join(parts[:-1]))
             if step.tool_name == "ask" and step.meta.get("name"):
                 out.setdefault(str(step.meta["name"]), set()).add(depth)
+            elif step.tool_name == "ask" and up is not None and up.tool_name == "parallel":
+                out.setdefault(parts[-1], set()).add(depth)  # `a: ask …`, named as a `let`
             elif step.tool_name.startswith("plan__"):
                 todo.append((step.tool_name.removeprefix("plan__"), depth))
     return out

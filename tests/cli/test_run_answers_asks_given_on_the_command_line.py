@@ -257,3 +257,32 @@ def test_an_answer_with_bytes_that_are_not_utf8_takes_them_as_replacement_charac
     assert done.returncode == 0, done.stderr.decode("utf-8", "replace")
     assert json.loads(done.stdout)["t"] == "\ufffdx"
     assert (tmp_path / "o.txt").read_text(encoding="utf-8") == "\ufffdx"
+
+
+PARALLEL_IN_MAP = """\
+input { xs: int[] }
+stage s -> json {
+  map input.xs as x {
+    parallel {
+      a: ask "A ${x}?" expect int
+      b: 1
+    }
+  }
+}
+"""
+
+
+def test_a_parallel_branchs_ask_in_a_map_is_named_by_its_branch_and_item(tmp_path, monkeypatch):
+    # break14: `--answer 'a[1]=3'` was refused ("the ask of `let a` is asked once"), and the
+    # unanswered ask named its compiled path (`--answer E0/do.0/E0/a=VALUE`)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NO_COLOR", "1")
+    (tmp_path / "m.flow").write_text(PARALLEL_IN_MAP)
+    run = ["run", "m.flow", "--input", '{"xs": [1, 2]}']
+    each = CliRunner().invoke(main, [*run, "--answer", "a[1]=3", "--answer", "a[0]=4"])
+    assert each.exit_code == 0, each.output
+    assert json.loads(each.stdout) == [{"a": 4, "b": 1}, {"a": 3, "b": 1}]
+    every = CliRunner().invoke(main, [*run, "--answer", "a=7"])
+    assert json.loads(every.stdout) == [{"a": 7, "b": 1}, {"a": 7, "b": 1}], every.output
+    left = CliRunner().invoke(main, run)
+    assert left.exit_code == 1 and "answer it with `--answer a=VALUE`" in left.stderr

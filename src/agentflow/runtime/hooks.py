@@ -518,26 +518,28 @@ _REPEATED = re.compile(r"^(item|round) \d+$")
 
 def indexed_name(label: str) -> str | None:
     """The name of an ask a map's items or a loop's rounds ask again, in the `.flow`'s terms:
-    its ``let`` with the number of each ``item N`` / ``round N`` segment of its ``label``, in
-    order (``ok[1]`` of ``s › item 1 › ok = ask``, ``ok[0][2]`` of ``s › item 0 › round 2 ›
-    ok = ask``); None for an ask asked once or bound to no ``let`` (docs/reference/cli.md
-    "flowc answer")."""
+    its ``let`` (or the `parallel` branch it is: :func:`branch_name`) with the number of each
+    ``item N`` / ``round N`` segment of its ``label``, in order (``ok[1]`` of ``s › item 1 ›
+    ok = ask``, ``ok[0][2]`` of ``s › item 0 › round 2 › ok = ask``, ``a[1]`` of ``s › item 1
+    › parallel › a › ask``); None for an ask asked once or bound to no ``let`` nor branch
+    (docs/reference/cli.md "flowc answer")."""
     parts = label.split(" › ")
     name, eq, _ = parts[-1].partition(" = ")
+    if not eq:
+        name = branch_name(label) or ""
     numbers = [p.split(" ")[1] for p in parts[:-1] if _REPEATED.match(p)]
-    if not eq or not name or not numbers:
+    if not name or not numbers:
         return None
     return name + "".join(f"[{n}]" for n in numbers)
 
 
 def branch_name(label: str) -> str | None:
     """``a`` for an ask that is branch ``a`` of a `parallel` block (``s › parallel › a ›
-    ask``), asked once (no ``item N`` / ``round N`` above it): the branch's name names its
-    question as a ``let``'s does (``--answer a=5``, ``flowc answer RUN a 5``); else None."""
+    ask``): the branch's name names its question as a ``let``'s does (``--answer a=5``,
+    ``flowc answer RUN a 5``; in a map's items or a loop's rounds ``a[1]`` too:
+    :func:`indexed_name`); else None."""
     parts = label.split(" › ")
     if len(parts) < 4 or parts[-1] != "ask" or parts[-3] != "parallel":
-        return None
-    if any(_REPEATED.match(p) for p in parts):
         return None
     return parts[-2]
 

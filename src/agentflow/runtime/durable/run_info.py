@@ -166,7 +166,7 @@ def _let_of(label: str) -> set[str]:
 
 
 def _branch_of(label: str) -> set[str]:
-    """``{"a"}`` for an ask that is branch ``a`` of a `parallel` block asked once
+    """``{"a"}`` for an ask that is branch ``a`` of a `parallel` block
     (:func:`~agentflow.runtime.hooks.branch_name`); else none."""
     branch = branch_name(label)
     return {branch} if branch else set()
