@@ -10,6 +10,8 @@ import asyncio
 import contextlib
 from typing import Any
 
+from pydantic import ValidationError
+
 from agentflow.core.redaction import redact, redact_data
 from agentflow.core.text import clean_json, visible
 from agentflow.core.vocabulary import Code
@@ -116,9 +118,26 @@ def form_problem(form: dict[str, Any], content: Any) -> str | None:
         )
     if extra:
         return f"the form has unknown fields {extra} (the requested schema has only `answer`)"
-    wants = form["properties"]["answer"]
+    # the field's own title (`answer`) is no type: the problem names the type (`int`)
+    wants = {k: v for k, v in form["properties"]["answer"].items() if k != "title"}
     problem = check_answer(content["answer"], wants, None)
     return f"field `answer`: {problem}" if problem else None
+
+
+def _reply_problem(error: ValidationError) -> str:
+    """Why a client's reply to an elicitation request is not an elicitation result (the SDK's
+    validation ``error``), in the form's terms: the fields holding a value no form field may
+    (MCP: a text, a number, a boolean or a list of texts)."""
+    fields = sorted(
+        {str(e["loc"][1]) for e in error.errors() if len(e["loc"]) > 1 and e["loc"][0] == "content"}
+    )
+    if not fields:
+        return "the client's reply is not an elicitation result"
+    named = ", ".join(f"`{visible(f)}`" for f in fields)
+    return (
+        f"the form's field {named} holds a value no form field may (a text, a number, a "
+        "boolean or a list of texts)"
+    )
 
 
 async def elicit_answer(
@@ -131,9 +150,14 @@ async def elicit_answer(
     the next attempt's message says what was wrong) — never a default in its place."""
     message, problem = question, None
     for _ in range(FORM_ATTEMPTS):
-        result = await session.elicit_form(
-            redact(message), redact_data(form), related_request_id=related
-        )
+        try:
+            result = await session.elicit_form(
+                redact(message), redact_data(form), related_request_id=related
+            )
+        except ValidationError as e:  # a reply the SDK cannot read as an elicitation result
+            problem = _reply_problem(e)
+            message = f"{question}\n\n(The last answer was not accepted: {problem}.)"
+            continue
         if result.action != "accept":
             return NO_ANSWER, None
         problem = form_problem(form, result.content)
