@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
@@ -78,8 +79,9 @@ class _Elicitor:
             self.unanswered = "no-elicitation"
             return NO_ANSWER
         answer, problem = await elicit_answer(
-            session, request.question, ask_form(request), self.ctx.request_id
-        )
+            session, request.question, ask_form(request), self.ctx.request_id,
+            lambda value: check_answer(value, request.schema, request.choices),
+        )  # fmt: skip
         self.unanswered = "declined" if answer is NO_ANSWER and problem is None else None
         if problem is not None:
             raise RunError(
@@ -141,13 +143,19 @@ def _reply_problem(error: ValidationError) -> str:
 
 
 async def elicit_answer(
-    session: Any, question: str, form: dict[str, Any], related: Any
+    session: Any,
+    question: str,
+    form: dict[str, Any],
+    related: Any,
+    check: Callable[[Any], str | None] | None = None,
 ) -> tuple[Any, str | None]:
     """Put ``question`` to the client of ``session`` as the elicitation form ``form`` (related
     to the request ``related``): ``(answer, None)`` for an accepted form that matches it,
     ``(NO_ANSWER, None)`` for a declined or cancelled one, ``(NO_ANSWER, problem)`` when every
     accepted form of :data:`FORM_ATTEMPTS` missed the requested schema (:func:`form_problem`;
-    the next attempt's message says what was wrong) — never a default in its place."""
+    the next attempt's message says what was wrong) — never a default in its place.
+    ``check``: why an answer breaks the ask's own type and choices (a "JSON text" field's
+    value, which the form cannot type), or None; a problem is asked again like the form's."""
     message, problem = question, None
     for _ in range(FORM_ATTEMPTS):
         try:
@@ -162,7 +170,11 @@ async def elicit_answer(
             return NO_ANSWER, None
         problem = form_problem(form, result.content)
         if problem is None:
-            return clean_json(_form_answer(form, result.content["answer"])), None
+            answer = clean_json(_form_answer(form, result.content["answer"]))
+            problem = check(answer) if check is not None else None
+            if problem is None:
+                return answer, None
+            problem = f"field `answer`: {problem}"
         message = f"{question}\n\n(The last answer was not accepted: {problem}.)"
     return NO_ANSWER, problem
 

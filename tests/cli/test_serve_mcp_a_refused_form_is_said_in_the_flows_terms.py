@@ -58,6 +58,41 @@ async def test_a_refused_answer_is_asked_again_naming_the_asks_type(tmp_path):
     )
 
 
+PLAN = """flow plan
+type Plan { steps: text[], n: int }
+output Plan
+
+stage main {
+  return ask "Plan?" expect Plan
+}
+"""
+
+
+async def test_a_json_text_answer_that_breaks_the_asks_type_is_asked_again(tmp_path):
+    # break14: an object's form field is JSON text, which the form cannot type: `n: 1.5` for
+    # an `int` failed the call at once instead of being asked again as a form's wrong value is
+    (tmp_path / "plan.flow").write_text(PLAN, encoding="utf-8")
+    asked: list[str] = []
+    given = iter(['{"steps": ["a"], "n": 1.5}', '{"steps": ["a"], "n": 1}'])
+
+    async def elicit(context, params):
+        asked.append(params.message)
+        return ElicitResult(action="accept", content={"answer": next(given)})
+
+    server = StdioServerParameters(command=str(FLOWC), args=["serve", "--mcp", str(tmp_path)])
+    async with (
+        stdio_client(server) as (r, w),
+        ClientSession(r, w, elicitation_callback=elicit) as session,
+    ):
+        await session.initialize()
+        done = await session.call_tool("plan", {})
+    assert done.is_error is False and done.structured_content == {"steps": ["a"], "n": 1}
+    assert asked[1] == (
+        "Plan?\n\n(The last answer was not accepted: field `answer`: `answer.n` is 1.5, but "
+        "the ask's type wants `int` here.)"
+    )
+
+
 def test_a_reply_that_is_no_elicitation_result_is_refused_in_the_forms_terms(tmp_path):
     # a raw client (the SDK's own client refuses to send such a reply): `extra` holds a list of
     # numbers, which no elicitation form field may; the server's SDK cannot read the reply
