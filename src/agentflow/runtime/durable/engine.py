@@ -609,7 +609,10 @@ class DurableEffects(Effects):
 
         role = getattr(client, "role", "chat")
         name = self._name(f"{path}/model:{role}")
-        key = digest(role, request_key(request))
+        # the model(s) the role resolves to (`openai:gpt-4o`, its failover list) decide the
+        # answer too: `--reuse` after `[models]` changed asks the new model
+        models = getattr(client, "models", None)
+        key = digest(role, request_key(request), *([models] if isinstance(models, list) else []))
         queue = self.queues.model_queue(client) if self.queues is not None else None
         hit = self.reuse.get(name)
         if queue is not None and (hit is None or hit[0] != key):
