@@ -35,9 +35,7 @@ def _status(run_id: str) -> str:
     return str(run["status"])
 
 
-def test_resume_without_its_workspace_is_refused_and_the_run_stays_stopped(
-    tmp_path, monkeypatch
-):
+def test_resume_without_its_workspace_is_refused_and_the_run_stays_stopped(tmp_path, monkeypatch):
     (tmp_path / "ws.flow").write_text(FLOW)
     workspace = tmp_path / "work"
     workspace.mkdir()

@@ -32,9 +32,7 @@ async def test_a_changed_model_is_asked_and_the_same_model_reused(
         first = await agentflow.run(flow, {}, config=config, durable=True, run_id="m-1")
         assert first.status == "ok" and first.output == {"text": "small-model"}, first.error
         chat_server.requests.clear()
-        same = await agentflow.run(
-            flow, {}, config=config, durable=True, run_id="m-2", reuse="m-1"
-        )
+        same = await agentflow.run(flow, {}, config=config, durable=True, run_id="m-2", reuse="m-1")
         assert same.output == {"text": "small-model"} and chat_server.requests == []
         chat_server.write_config(tmp_path, model="big-model")
         bigger = await agentflow.run(
