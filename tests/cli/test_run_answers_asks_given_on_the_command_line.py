@@ -286,3 +286,17 @@ def test_a_parallel_branchs_ask_in_a_map_is_named_by_its_branch_and_item(tmp_pat
     assert json.loads(every.stdout) == [{"a": 7, "b": 1}, {"a": 7, "b": 1}], every.output
     left = CliRunner().invoke(main, run)
     assert left.exit_code == 1 and "answer it with `--answer a=VALUE`" in left.stderr
+
+
+def test_round_zero_of_a_loop_is_refused_before_the_run_saying_rounds_count_from_1(
+    tmp_path, monkeypatch
+):
+    # break14: `ok[0][0]` ran the whole flow, then warned "an index past the items or rounds"
+    out = _answered(tmp_path, monkeypatch, NESTED, '["a"]', "ok[0][0]=yes")
+    assert out.exit_code == 1, out.output
+    assert out.stderr.splitlines() == [
+        "error: answer for 'ok[0][0]': index 2 is a `loop`'s round, and rounds count from 1 "
+        "(round 1 is the first)"
+    ]
+    first = _answered(tmp_path, monkeypatch, NESTED, '["a"]', "ok[0][1]=yes")
+    assert first.exit_code == 0 and "answered true" in first.stderr, first.output
