@@ -21,6 +21,7 @@ from agentflow.api_run import build_catalog
 from agentflow.compiler.api import read_source
 from agentflow.core.diagnostics import PLAN_UNREADABLE, Diagnostic
 from agentflow.core.spans import Span
+from agentflow.core.text import visible
 from agentflow.errors import CompileError, ConfigError, FlowError, InputError, PlanLoadError
 from agentflow.ir.graph import render
 from agentflow.ir.loader import check_plan_data, check_plan_text, read_plan_text
@@ -121,7 +122,7 @@ def graph(
     the nodes (status, time, inferences, tokens).
 
     Raises :class:`CompileError`, :class:`PlanLoadError`, :class:`InputError` (an unreadable
-    trace) or ValueError (an unknown format).
+    trace, or one of another plan's run) or ValueError (an unknown format).
     """
     plan = target if isinstance(target, Plan) else load(target)
     events = None
@@ -130,7 +131,27 @@ def graph(
             events = read_trace(os.fspath(run))
         else:
             events = list(run)
+        _refuse_another_plans_run(events, plan)
     return render(plan, format, events)
+
+
+def _refuse_another_plans_run(events: list[dict[str, Any]], plan: Plan) -> None:
+    """Raise :class:`InputError` when ``events`` are a run of another plan than ``plan`` (its
+    top-level ``run_started`` names another): none of its steps would be this plan's, and the
+    graph would show every node skipped without a word (break14)."""
+    started = next(
+        (e for e in events if e.get("kind") == "run_started" and len(e.get("stack") or []) <= 1),
+        None,
+    )
+    data = started.get("data") if started is not None else None
+    ran = data.get("plan") if isinstance(data, dict) else None
+    if isinstance(ran, str) and ran and ran != plan.name:
+        file = data.get("file") if isinstance(data, dict) else None
+        where = f" ({visible(file)})" if isinstance(file, str) and file else ""
+        raise InputError(
+            f"the trace is a run of `{visible(ran)}`{where}, not of `{visible(plan.name)}`: "
+            "give the flow or plan that ran"
+        )
 
 
 def report(

@@ -368,9 +368,9 @@ def _check_answers(plan: Plan, answers: Mapping[str, Any]) -> None:
     """Raise :class:`InputError` for ``answers`` that cannot answer an ``ask`` of ``plan`` (or
     of a plan it calls), before the run (docs/reference/cli.md "flowc run --answer"): a NAME
     that is not text, a VALUE no JSON holds (bytes, a set, NaN), a NAME no ask has — not its
-    step path, not the ``let`` of its answer, not its stage —, and an indexed NAME (``ok[1]``)
-    whose number of indices is not the number of maps and loops its ask is asked in (one in a
-    map, two in a loop in a map). An index past the items is known only as the run goes:
+    step path, not the ``let`` of its answer or the `parallel` branch it is, not its stage —,
+    and an indexed NAME (``ok[1]``) whose number of indices is not the number of maps and loops
+    its ask is asked in (one in a map, two in a loop in a map). An index past the items is known only as the run goes:
     ``RunResult.unused_answers`` says it."""
     for name, value in answers.items():
         if not isinstance(name, str):
@@ -384,18 +384,27 @@ def _check_answers(plan: Plan, answers: Mapping[str, Any]) -> None:
     names: set[str] = set()
     paths: set[str] = set()
     for one in [plan, *(plan.plans or {}).values()]:
-        for path, step in one.iter_steps():
+        steps = one.iter_steps()
+        parallels = {path for path, step in steps if step.tool_name == "parallel"}
+        for path, step in steps:
             if step.tool_name == "ask":
                 paths.add(path)
                 names.update(str(step.meta[k]) for k in ("name", "stage") if step.meta.get(k))
+                parent, _, branch = path.rpartition("/")
+                if parent in parallels and step.meta.get("stage"):
+                    names.add(branch)  # `a: ask …`, a `parallel` branch: named as a `let`
     depths = _ask_depths(plan)
     # a step path inside a map's item or a loop's round (`E0/do.1`) starts at a step of its own
     firsts = {path.split("/", 1)[0] for path, _ in plan.iter_steps()}
     for name in answers:
         base = _INDEXED.match(name)  # `ok[1]`: the ask of `let ok` in item 1 of a map
-        last = name.split(" › ")[-1].removesuffix(" = ask")  # a label: `s › item 1 › ok`
+        parts = name.split(" › ")  # a label: `s › item 1 › ok`, `s › parallel › a › ask`
+        last = parts[-2] if len(parts) > 1 and parts[-1] == "ask" else parts[-1]
+        last = last.removesuffix(" = ask")
         if base is not None and base.group(1) in names:
-            _check_depth(name, base.group(1), depths.get(base.group(1), set()))
+            nests = depths.get(base.group(1), set())
+            _check_depth(name, base.group(1), {len(kinds) for kinds in nests})
+            _check_round_zero(name, nests)
             continue
         if " › " in name and last in names:
             continue
@@ -473,6 +482,20 @@ def _check_depth(name: str, let: str, depths: set[int]) -> None:
     raise InputError(f"answer for {name!r}: the ask of `let {let}` {where}")
 
 
+def _check_round_zero(name: str, nests: set[tuple[str, ...]]) -> None:
+    """Raise :class:`InputError` when an index of ``name`` (``ok[0][0]``) that stands for a
+    ``loop``'s round in every nesting its ask has (``nests``: the kinds of the steps it is asked
+    in, outermost first) is 0: a loop's rounds count from 1, so no question takes it."""
+    given = [int(n) for n in re.findall(r"\[(\d+)\]", name)]
+    for i, n in enumerate(given):
+        kinds = [nest for nest in nests if len(nest) == len(given)]
+        if n == 0 and kinds and all(nest[i] == "loop" for nest in kinds):
+            raise InputError(
+                f"answer for {name!r}: index {i + 1} is a `loop`'s round, and rounds count "
+                "from 1 (round 1 is the first)"
+            )
+
+
 #: An indexed answer name: a `let` and the item/round numbers of a map or loop it is asked in
 _INDEXED = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\[\d+\])+$")
 
@@ -482,33 +505,37 @@ _INDEXED = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\[\d+\])+$")
 _REPEATING = frozenset({"map", "reduce", "loop", "filter"})
 
 
-def _ask_depths(plan: Plan) -> dict[str, set[int]]:
-    """``{let: {depth, …}}``: for each ``let`` an ``ask``'s answer is bound to, how many
-    ``map``/``reduce``/``loop`` steps it is asked in — those of its own plan and those of the
-    steps calling that plan (``plan__NAME``), from ``plan`` down."""
+def _ask_depths(plan: Plan) -> dict[str, set[tuple[str, ...]]]:
+    """``{let: {kinds, …}}``: for each ``let`` an ``ask``'s answer is bound to (or `parallel`
+    branch it is), the ``map``/``reduce``/``loop``/``filter`` steps it is asked in, outermost
+    first — those of its own plan and those of the steps calling that plan (``plan__NAME``),
+    from ``plan`` down; their number is the number of indices its name takes."""
     plans = {plan.name: plan, **dict(plan.plans or {})}
-    out: dict[str, set[int]] = {}
-    todo: list[tuple[str, int]] = [(plan.name, 0)]
-    seen: set[tuple[str, int]] = set()
+    out: dict[str, set[tuple[str, ...]]] = {}
+    todo: list[tuple[str, tuple[str, ...]]] = [(plan.name, ())]
+    seen: set[tuple[str, tuple[str, ...]]] = set()
     while todo:
         key = todo.pop()
         one = plans.get(key[0])
-        if key in seen or one is None or key[1] > 64:
+        if key in seen or one is None or len(key[1]) > 64:
             continue
         seen.add(key)
         tools = dict(one.iter_steps())
         for path, step in tools.items():
             parts = path.split("/")
-            inside = sum(
-                1
+            inside = tuple(
+                up.tool_name
                 for i in range(1, len(parts))
                 if (up := tools.get("/".join(parts[:i]))) is not None and up.tool_name in _REPEATING
             )
-            depth = key[1] + inside
+            kinds = key[1] + inside
+            up = tools.get("/".join(parts[:-1]))
             if step.tool_name == "ask" and step.meta.get("name"):
-                out.setdefault(str(step.meta["name"]), set()).add(depth)
+                out.setdefault(str(step.meta["name"]), set()).add(kinds)
+            elif step.tool_name == "ask" and up is not None and up.tool_name == "parallel":
+                out.setdefault(parts[-1], set()).add(kinds)  # `a: ask …`, named as a `let`
             elif step.tool_name.startswith("plan__"):
-                todo.append((step.tool_name.removeprefix("plan__"), depth))
+                todo.append((step.tool_name.removeprefix("plan__"), kinds))
     return out
 
 

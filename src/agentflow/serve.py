@@ -63,6 +63,7 @@ from agentflow.runtime.durable.runs import database_for, open_database, run_lock
 from agentflow.runtime.durable.spec import close_context, context_from_spec, untaken_message
 from agentflow.runtime.executor import NO_ANSWER, Hooks
 from agentflow.runtime.extract import json_number_problem
+from agentflow.runtime.hooks import check_answer
 from agentflow.runtime.interrupt import LoopThread, off_loop
 from agentflow.runtime.models.test_model import parse_model_option
 from agentflow.runtime.result import RunResult
@@ -515,8 +516,9 @@ class McpFlowServer:
     async def _ask(self, waiter: _Waiter, url: str, run_id: str, question: Any) -> None:
         ctx = waiter.ctx
         answer, problem = await elicit_answer(
-            ctx.session, question.question, ask_form(question), ctx.request_id
-        )
+            ctx.session, question.question, ask_form(question), ctx.request_id,
+            lambda value: check_answer(value, question.schema, question.choices),
+        )  # fmt: skip
         if problem is not None:
             # accepted forms that never matched the requested schema: no answer is made up
             # (the question waits for `flowc answer` or its timeout), and the client is told

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from typing import Any
+
+from pydantic import ValidationError
 
 from agentflow.core.redaction import redact, redact_data
 from agentflow.core.text import clean_json, visible
@@ -76,8 +79,9 @@ class _Elicitor:
             self.unanswered = "no-elicitation"
             return NO_ANSWER
         answer, problem = await elicit_answer(
-            session, request.question, ask_form(request), self.ctx.request_id
-        )
+            session, request.question, ask_form(request), self.ctx.request_id,
+            lambda value: check_answer(value, request.schema, request.choices),
+        )  # fmt: skip
         self.unanswered = "declined" if answer is NO_ANSWER and problem is None else None
         if problem is not None:
             raise RunError(
@@ -117,7 +121,8 @@ def form_problem(form: dict[str, Any], content: Any) -> str | None:
         )
     if extra:
         return f"the form has unknown fields {extra} (the requested schema has only `answer`)"
-    wants = form["properties"]["answer"]
+    # the field's own title (`answer`) is no type: the problem names the type (`int`)
+    wants = {k: v for k, v in form["properties"]["answer"].items() if k != "title"}
     answer = content["answer"]
     if wants.get("description") == "JSON text" and isinstance(answer, str):
         try:
@@ -130,24 +135,55 @@ def form_problem(form: dict[str, Any], content: Any) -> str | None:
     return f"field `answer`: {problem}" if problem else None
 
 
+def _reply_problem(error: ValidationError) -> str:
+    """Why a client's reply to an elicitation request is not an elicitation result (the SDK's
+    validation ``error``), in the form's terms: the fields holding a value no form field may
+    (MCP: a text, a number, a boolean or a list of texts)."""
+    fields = sorted(
+        {str(e["loc"][1]) for e in error.errors() if len(e["loc"]) > 1 and e["loc"][0] == "content"}
+    )
+    if not fields:
+        return "the client's reply is not an elicitation result"
+    named = ", ".join(f"`{visible(f)}`" for f in fields)
+    return (
+        f"the form's field {named} holds a value no form field may (a text, a number, a "
+        "boolean or a list of texts)"
+    )
+
+
 async def elicit_answer(
-    session: Any, question: str, form: dict[str, Any], related: Any
+    session: Any,
+    question: str,
+    form: dict[str, Any],
+    related: Any,
+    check: Callable[[Any], str | None] | None = None,
 ) -> tuple[Any, str | None]:
     """Put ``question`` to the client of ``session`` as the elicitation form ``form`` (related
     to the request ``related``): ``(answer, None)`` for an accepted form that matches it,
     ``(NO_ANSWER, None)`` for a declined or cancelled one, ``(NO_ANSWER, problem)`` when every
     accepted form of :data:`FORM_ATTEMPTS` missed the requested schema (:func:`form_problem`;
-    the next attempt's message says what was wrong) — never a default in its place."""
+    the next attempt's message says what was wrong) — never a default in its place.
+    ``check``: why an answer breaks the ask's own type and choices (a "JSON text" field's
+    value, which the form cannot type), or None; a problem is asked again like the form's."""
     message, problem = question, None
     for _ in range(FORM_ATTEMPTS):
-        result = await session.elicit_form(
-            redact(message), redact_data(form), related_request_id=related
-        )
+        try:
+            result = await session.elicit_form(
+                redact(message), redact_data(form), related_request_id=related
+            )
+        except ValidationError as e:  # a reply the SDK cannot read as an elicitation result
+            problem = _reply_problem(e)
+            message = f"{question}\n\n(The last answer was not accepted: {problem}.)"
+            continue
         if result.action != "accept":
             return NO_ANSWER, None
         problem = form_problem(form, result.content)
         if problem is None:
-            return clean_json(_form_answer(form, result.content["answer"])), None
+            answer = clean_json(_form_answer(form, result.content["answer"]))
+            problem = check(answer) if check is not None else None
+            if problem is None:
+                return answer, None
+            problem = f"field `answer`: {problem}"
         message = f"{question}\n\n(The last answer was not accepted: {problem}.)"
     return NO_ANSWER, problem
 

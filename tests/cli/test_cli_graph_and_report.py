@@ -130,3 +130,16 @@ def test_graph_of_a_trace_says_it_is_a_trace_and_how_to_colour_a_graph_with_it(t
     alone = CliRunner().invoke(main, ["graph", str(trace)])
     assert alone.exit_code == 2
     assert f"`flowc graph FLOW --run {trace}`" in " ".join(alone.stderr.split())
+
+
+def test_graph_coloured_by_another_flows_run_is_refused_naming_both(tmp_path):
+    # break14: every node was drawn grey ("not run") without a word
+    (tmp_path / "a.flow").write_text('flow a "x"\nstage s -> int { 1 }\n')
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(
+        '{"kind": "run_started", "path": "", "stack": ["k"], "time": 1.0, '
+        '"data": {"plan": "k", "file": "k.flow"}}\n'
+    )
+    done = flowc("graph", "a.flow", "--run", str(trace), cwd=tmp_path)
+    assert done.returncode == 1
+    assert "the trace is a run of `k` (k.flow), not of `a`" in done.stderr

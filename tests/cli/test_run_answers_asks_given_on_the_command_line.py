@@ -5,6 +5,9 @@ left to its default says its question on its progress line."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 from click.testing import CliRunner
 
@@ -199,3 +202,101 @@ def test_answer_numbering_past_the_choices_says_they_are_numbered(tmp_path, monk
     assert "nothing was run" in out.stderr
     taken = CliRunner().invoke(main, ["run", "c.flow", "--answer", "ok=2"])
     assert taken.exit_code == 0 and '"hold"' in taken.stdout, taken.output
+
+
+PARALLEL = """\
+stage s -> json {
+  let both = parallel {
+    a: ask "A?" expect int
+    b: ask "B?" expect int
+  }
+  return both
+}
+"""
+
+
+def test_a_parallel_branchs_ask_is_answered_and_named_by_its_branch(tmp_path, monkeypatch):
+    # break14: `--answer a=5` was refused ("no `ask` of the flow is named so") although the
+    # durable prompt says `flowc answer RUN a VALUE`, and the unanswered ask's error named the
+    # compiled step path (`--answer E0/b=VALUE`)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NO_COLOR", "1")
+    (tmp_path / "p.flow").write_text(PARALLEL)
+    both = CliRunner().invoke(main, ["run", "p.flow", "--answer", "a=5", "--answer", "b=6"])
+    assert both.exit_code == 0, both.output
+    assert json.loads(both.stdout) == {"a": 5, "b": 6}
+    label = CliRunner().invoke(
+        main, ["run", "p.flow", "--answer", "s › parallel › a › ask=5", "--answer", "b=6"]
+    )  # its label as the progress prints it, as `flowc answer` takes it
+    assert label.exit_code == 0 and json.loads(label.stdout) == {"a": 5, "b": 6}, label.output
+    one = CliRunner().invoke(main, ["run", "p.flow", "--answer", "a=5"])
+    assert one.exit_code == 1
+    assert "answer it with `--answer b=VALUE`" in one.stderr
+    assert "E0/b=VALUE" not in one.stderr
+
+
+WRITE = """\
+stage s -> json {
+  let t = ask "T?"
+  let w = write_file(path: "o.txt", content: t)
+  return { t: t, w: w }
+}
+"""
+
+
+def test_an_answer_with_bytes_that_are_not_utf8_takes_them_as_replacement_characters(tmp_path):
+    # break14: `--answer $'t=\\xffx'` kept Python's surrogate escape ("\\udcffx"), shown so, and
+    # the run failed in write_file with a UnicodeEncodeError; `--input` and `flowc answer` make
+    # such bytes U+FFFD
+    (tmp_path / "w.flow").write_text(WRITE)
+    argv = [os.fsencode(a) for a in [sys.executable, "-m", "agentflow", "run", "w.flow"]]
+    done = subprocess.run(
+        [*argv, b"--answer", b"t=\xffx"], cwd=tmp_path, capture_output=True,
+        stdin=subprocess.DEVNULL, env={**os.environ, "NO_COLOR": "1"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode("utf-8", "replace")
+    assert json.loads(done.stdout)["t"] == "\ufffdx"
+    assert (tmp_path / "o.txt").read_text(encoding="utf-8") == "\ufffdx"
+
+
+PARALLEL_IN_MAP = """\
+input { xs: int[] }
+stage s -> json {
+  map input.xs as x {
+    parallel {
+      a: ask "A ${x}?" expect int
+      b: 1
+    }
+  }
+}
+"""
+
+
+def test_a_parallel_branchs_ask_in_a_map_is_named_by_its_branch_and_item(tmp_path, monkeypatch):
+    # break14: `--answer 'a[1]=3'` was refused ("the ask of `let a` is asked once"), and the
+    # unanswered ask named its compiled path (`--answer E0/do.0/E0/a=VALUE`)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NO_COLOR", "1")
+    (tmp_path / "m.flow").write_text(PARALLEL_IN_MAP)
+    run = ["run", "m.flow", "--input", '{"xs": [1, 2]}']
+    each = CliRunner().invoke(main, [*run, "--answer", "a[1]=3", "--answer", "a[0]=4"])
+    assert each.exit_code == 0, each.output
+    assert json.loads(each.stdout) == [{"a": 4, "b": 1}, {"a": 3, "b": 1}]
+    every = CliRunner().invoke(main, [*run, "--answer", "a=7"])
+    assert json.loads(every.stdout) == [{"a": 7, "b": 1}, {"a": 7, "b": 1}], every.output
+    left = CliRunner().invoke(main, run)
+    assert left.exit_code == 1 and "answer it with `--answer a=VALUE`" in left.stderr
+
+
+def test_round_zero_of_a_loop_is_refused_before_the_run_saying_rounds_count_from_1(
+    tmp_path, monkeypatch
+):
+    # break14: `ok[0][0]` ran the whole flow, then warned "an index past the items or rounds"
+    out = _answered(tmp_path, monkeypatch, NESTED, '["a"]', "ok[0][0]=yes")
+    assert out.exit_code == 1, out.output
+    assert out.stderr.splitlines() == [
+        "error: answer for 'ok[0][0]': index 2 is a `loop`'s round, and rounds count from 1 "
+        "(round 1 is the first)"
+    ]
+    first = _answered(tmp_path, monkeypatch, NESTED, '["a"]', "ok[0][1]=yes")
+    assert first.exit_code == 0 and "answered true" in first.stderr, first.output

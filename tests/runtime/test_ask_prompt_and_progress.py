@@ -166,3 +166,19 @@ def test_a_python_input_no_json_holds_is_an_input_error(tmp_path):
     flow.write_text("input { n: int }\nstage s -> int { input.n }\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"^input\.n: a bytes value is not a JSON value"):
         api.run_sync(str(flow), {"n": b"1"}, workspace=tmp_path)
+
+
+def test_a_typed_answer_with_bytes_that_are_not_utf8_takes_them_as_replacement_characters(
+    tmp_path,
+):
+    # break14: a terminal line holding a byte that is not UTF-8 (read as Python's surrogate
+    # escape) was answered as "\udcffx" and failed the write_file it reached
+    flow = tmp_path / "w.flow"
+    flow.write_text('stage s -> text {\n  let t = ask "T?"\n  return t\n}\n', encoding="utf-8")
+    typed = io.StringIO("\udcffx\n")
+    result = api.run_sync(
+        str(flow), None, workspace=tmp_path, shape_cache=False,
+        hooks=Hooks(interlocutor=terminal_interlocutor(typed, io.StringIO())),
+    )  # fmt: skip
+    assert result.status == "ok", result.error
+    assert result.output == "\ufffdx"

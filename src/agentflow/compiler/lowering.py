@@ -496,6 +496,7 @@ class _Lowerer(
         if len(then_stmts) == 1 and isinstance(then_stmts[0], ast.FailStmt):
             cond, written = self.condition(st.cond, ctx)
             step = self.exit_step(ctx, then_stmts[0].span, then_stmts[0].message, when=cond)
+            step["meta"]["kind"] = "if"  # written `if c { fail m }`, not `require`: its label
             self.keep_written(step, written)
             return True, self.block((else_stmts or []) + rest, ctx, value)
         # `if c { … } else { fail m }` → exit when not c; the then and the rest follow inline.
@@ -509,6 +510,7 @@ class _Lowerer(
             step = self.exit_step(
                 ctx, fail.span, fail.message, when=join_frags("not ", paren_frag(cond))
             )
+            step["meta"]["kind"] = "if"
             self.keep_written(step, written, negate=True)
             return True, self.block(then_stmts + rest, ctx, value)
         if ctx.body:

@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from agentflow.core.redaction import redact_data
 from agentflow.core.schema_types import flow_type_of_schema
-from agentflow.core.text import choices_text, value_text, visible
+from agentflow.core.text import choices_text, clean_json, value_text, visible
 from agentflow.core.vocabulary import Code
 from agentflow.errors import InputError, RunAborted, RunError
 from agentflow.ir.mismatch import mismatches, type_names
@@ -347,6 +347,7 @@ def terminal_interlocutor(
                 line = await run_in_daemon_thread(inp.readline)
                 if not line or not line.strip():
                     return NO_ANSWER
+                line = clean_json(line)  # bytes that were not UTF-8: U+FFFD, as `--answer`'s
                 try:
                     answer = _parse_answer(line, request)
                 except DuplicateKey as e:
@@ -517,23 +518,38 @@ _REPEATED = re.compile(r"^(item|round) \d+$")
 
 def indexed_name(label: str) -> str | None:
     """The name of an ask a map's items or a loop's rounds ask again, in the `.flow`'s terms:
-    its ``let`` with the number of each ``item N`` / ``round N`` segment of its ``label``, in
-    order (``ok[1]`` of ``s › item 1 › ok = ask``, ``ok[0][2]`` of ``s › item 0 › round 2 ›
-    ok = ask``); None for an ask asked once or bound to no ``let`` (docs/reference/cli.md
-    "flowc answer")."""
+    its ``let`` (or the `parallel` branch it is: :func:`branch_name`) with the number of each
+    ``item N`` / ``round N`` segment of its ``label``, in order (``ok[1]`` of ``s › item 1 ›
+    ok = ask``, ``ok[0][2]`` of ``s › item 0 › round 2 › ok = ask``, ``a[1]`` of ``s › item 1
+    › parallel › a › ask``); None for an ask asked once or bound to no ``let`` nor branch
+    (docs/reference/cli.md "flowc answer")."""
     parts = label.split(" › ")
     name, eq, _ = parts[-1].partition(" = ")
+    if not eq:
+        name = branch_name(label) or ""
     numbers = [p.split(" ")[1] for p in parts[:-1] if _REPEATED.match(p)]
-    if not eq or not name or not numbers:
+    if not name or not numbers:
         return None
     return name + "".join(f"[{n}]" for n in numbers)
+
+
+def branch_name(label: str) -> str | None:
+    """``a`` for an ask that is branch ``a`` of a `parallel` block (``s › parallel › a ›
+    ask``): the branch's name names its question as a ``let``'s does (``--answer a=5``,
+    ``flowc answer RUN a 5``; in a map's items or a loop's rounds ``a[1]`` too:
+    :func:`indexed_name`); else None."""
+    parts = label.split(" › ")
+    if len(parts) < 4 or parts[-1] != "ask" or parts[-3] != "parallel":
+        return None
+    return parts[-2]
 
 
 def given_answer(answers: Mapping[str, Any], request: AskRequest) -> tuple[str, Any] | None:
     """The answer ``answers`` (``flowc run --answer NAME=VALUE``; ``run(answers=…)``) gives the
     question ``request``, as ``(NAME, VALUE)``, or None: NAME is its step path, else the ``let``
-    its answer is bound to (``ok`` of ``approve › ok = ask``), else its stage's name — the names
-    ``flowc answer`` takes (docs/reference/cli.md "flowc run --answer")."""
+    its answer is bound to (``ok`` of ``approve › ok = ask``) or the `parallel` branch it is
+    (:func:`branch_name`), else its stage's name — the names ``flowc answer`` takes
+    (docs/reference/cli.md "flowc run --answer")."""
     names = [request.step_path]
     if request.label:
         parts = request.label.split(" › ")
@@ -544,6 +560,8 @@ def given_answer(answers: Mapping[str, Any], request: AskRequest) -> tuple[str, 
         names += [indexed] if indexed else []
         names += [request.label, request.label.removesuffix(" = ask")]
         names += [let] if eq else []
+        branch = branch_name(request.label)
+        names += [branch] if branch else []
         names.append(parts[0])
     for name in names:
         if name in answers:
@@ -555,9 +573,10 @@ def answering(
     answers: Mapping[str, Any], fallback: Interlocutor | None, used: set[str] | None = None
 ) -> Callable[[AskRequest], Awaitable[Any]]:
     """An interlocutor answering each ``ask`` that ``answers`` names (:func:`given_answer`)
-    with its value — a text parsed as ``flowc answer`` parses it, checked against the
-    question's type and choices with its messages (:func:`checked_answer`; a value it refuses
-    fails the step with ``output_validation``) — and putting any other to ``fallback`` (None:
+    with its value (lone surrogates made U+FFFD) — a text parsed as ``flowc answer`` parses
+    it, checked against the question's type and choices with its messages
+    (:func:`checked_answer`; a value it refuses fails the step with ``output_validation``) —
+    and putting any other to ``fallback`` (None:
     unanswered, ``when_unanswered`` decides). ``used``: each NAME that answered a question is
     added to it (the run reports the others: ``RunResult.unused_answers``)."""
 
@@ -568,6 +587,9 @@ def answering(
         name, value = found
         if used is not None:
             used.add(name)
+        # bytes of a command line that were not UTF-8 (Python's surrogate escapes) are U+FFFD,
+        # as in `--input` and `flowc answer`: never a lone surrogate no file or wire can take
+        value = clean_json(value)
         try:
             return checked_answer(request, value)
         except InputError as e:
@@ -635,9 +657,13 @@ def unanswered_message(
 
 def _answer_key(request: AskRequest) -> str:
     """The NAME ``--answer`` and ``flowc answer`` take for ``request``: the ``let`` its answer
-    is bound to (every item of a map, every round of a loop), else its step path."""
+    is bound to (every item of a map, every round of a loop) or the `parallel` branch it is
+    (:func:`branch_name`), else its step path."""
     if request.label:
         let, eq, _ = request.label.split(" › ")[-1].partition(" = ")
         if eq and let:
             return let
+        branch = branch_name(request.label)
+        if branch:
+            return branch
     return request.step_path

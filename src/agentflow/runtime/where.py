@@ -556,8 +556,10 @@ class Place:
         tool = self.tool
         if tool == "agent":
             return f"agent({agent})" if agent else "agent"
-        if tool == "exit":
+        if tool == "exit":  # `require c else fail m`, `if c { fail m }` (meta.kind), `fail m`
             inp = self.step.input
+            if self.step.meta.get("kind") == "if":
+                return "if"
             return "require" if isinstance(inp, dict) and inp.get("when") is not None else "fail"
         if tool == "decide":  # an `if`, or a `match` with an effectful arm (meta.match)
             return "match" if isinstance(self.step.meta.get("match"), dict) else "if"

@@ -96,7 +96,12 @@ from agentflow.runtime.durable.records import (
     question_digest,
     record_problem,
 )
-from agentflow.runtime.durable.spec import context_from_spec, run_root, trace_of
+from agentflow.runtime.durable.spec import (
+    context_from_spec,
+    refuse_missing_workspace,
+    run_root,
+    trace_of,
+)
 from agentflow.runtime.interrupt import (
     StopRequest,
     cancel_within,
@@ -1002,6 +1007,8 @@ async def build_runtime(
         plan = load_plan_text(spec["plan_text"], spec.get("plan_file") or "<durable>")
     owned = context is None
     if context is None:
+        if ahead:  # `flowc resume`, before it takes the run up: the run stays `stopped`
+            refuse_missing_workspace(run_id, spec)
         context = context_from_spec(spec, plan, extra_sinks)
     await _continue_trace(run_id, spec, plan, context.sinks, resumed=owned, ahead=ahead)
     config = context.config or load_config(spec.get("config"))

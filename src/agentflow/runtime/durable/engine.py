@@ -591,9 +591,12 @@ class DurableEffects(Effects):
         """One tool call as one durable operation ``{path}/tool:{name}#n``."""
         name = self._name(f"{ctx.step_path}/tool:{tool.name}")
         unit = _ITEM.get()
+        # a file tool's (and a Python tool's: it is given the workspace) call is another
+        # operation in another workspace: `--reuse`/`redrive --workspace` run it again there
+        where = [str(ctx.workspace.resolve())] if tool.source in ("builtin", "user") else []
         return await self._step(
             name,
-            digest(tool.name, args),
+            digest(tool.name, args, *where),
             lambda: call_tool_cleaned(tool, args, ctx),
             idempotent=tool_idempotent(tool),
             path=ctx.step_path,
@@ -606,7 +609,10 @@ class DurableEffects(Effects):
 
         role = getattr(client, "role", "chat")
         name = self._name(f"{path}/model:{role}")
-        key = digest(role, request_key(request))
+        # the model(s) the role resolves to (`openai:gpt-4o`, its failover list) decide the
+        # answer too: `--reuse` after `[models]` changed asks the new model
+        models = getattr(client, "models", None)
+        key = digest(role, request_key(request), *([models] if isinstance(models, list) else []))
         queue = self.queues.model_queue(client) if self.queues is not None else None
         hit = self.reuse.get(name)
         if queue is not None and (hit is None or hit[0] != key):

@@ -21,7 +21,7 @@ from agentflow.core.vocabulary import Code
 from agentflow.errors import ConfigError, InputError, RunError, run_error_of
 from agentflow.runtime.durable.answers import question_key
 from agentflow.runtime.durable.records import lost_start_message, start_lost_secret
-from agentflow.runtime.hooks import indexed_name
+from agentflow.runtime.hooks import branch_name, indexed_name
 
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan
@@ -167,15 +167,10 @@ def _let_of(label: str) -> set[str]:
 
 
 def _branch_of(label: str) -> set[str]:
-    """``{"a"}`` for an ask that is branch ``a`` of a `parallel` block (``s › parallel › a ›
-    ask``), asked once (no ``item N`` / ``round N`` above it): the branch's name names its
-    question as a ``let``'s does; else none."""
-    parts = label.split(" › ")
-    if len(parts) < 4 or parts[-1] != "ask" or parts[-3] != "parallel":
-        return set()
-    if any(re.fullmatch(r"(item|round) \d+", p) for p in parts):
-        return set()
-    return {parts[-2]}
+    """``{"a"}`` for an ask that is branch ``a`` of a `parallel` block
+    (:func:`~agentflow.runtime.hooks.branch_name`); else none."""
+    branch = branch_name(label)
+    return {branch} if branch else set()
 
 
 def _path_key(path: str) -> list[tuple[int, str]]:

@@ -230,6 +230,19 @@ def refuse_secret(spec: dict[str, Any]) -> None:
     )
 
 
+def refuse_missing_workspace(run_id: str, spec: dict[str, Any]) -> None:
+    """Raise ConfigError when run ``run_id``'s recorded workspace is no directory here (deleted,
+    moved, not mounted): ``flowc resume`` refuses it before it takes the run up, as ``flowc
+    run --workspace`` refuses one, and the run stays `stopped` — taken up, its first file tool
+    would end it `error` for good (docs/durable.md "Starting, resuming, inspecting")."""
+    workspace = spec.get("workspace")
+    if workspace and not Path(workspace).is_dir():
+        raise ConfigError(
+            f"run {run_id} cannot be resumed here: its workspace {workspace} is not a directory "
+            f"(deleted or moved?); put it back, then `flowc resume {run_id}`"
+        )
+
+
 def refuse_lost_start(run_id: str | None, spec: dict[str, Any], doing: str) -> None:
     """Raise RunError ``durable_replay_mismatch`` when run ``run_id``'s recorded start ``spec``
     lost a secret as it was written (records.py :func:`start_lost_secret`): ``doing`` it
