@@ -302,6 +302,8 @@ def member_completions(a: Analysis, text: str, dot: int, offset: int) -> list[Co
         le = text.find("\n", end)
         found = _typed_at(a, text[:dot] + " " + close + (text[le:] if le >= 0 else ""), dot)
     if found is None:
+        found = _receiver_alone(a, text, dot)
+    if found is None:
         return []
     best, patched_result = found
     t = patched_result.type_of(best)
@@ -311,6 +313,35 @@ def member_completions(a: Analysis, text: str, dot: int, offset: int) -> list[Co
         if isinstance(lt, T.ListType):
             t = lt.elem
     return _fields_of(t, env)
+
+
+#: the receiver of a ``.`` being typed, at the end of the text before it: a name, then fields,
+#: indexes and call arguments (one level of brackets), ``it``, ``input.items[0]``, ``f(x).a``
+_RECEIVER = re.compile(
+    r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\[\]\n]*\]|\([^()\n]*\))*"
+    r"(?:\.[A-Za-z_][A-Za-z0-9_]*(?:\[[^\[\]\n]*\]|\([^()\n]*\))*)*\Z"
+)
+
+
+def _receiver_alone(a: Analysis, text: str, dot: int) -> tuple[ast.Expr, CheckResult] | None:
+    """The last try of :func:`member_completions`: the receiver before the dot alone on its
+    line, what precedes it on the line blanked out and what follows dropped (offsets kept), so
+    that a half-written line that does not parse — ``let lab = if it.`` (no ``then`` yet),
+    ``take(top[0].`` (no ``)``) — still types it. Not when the blanked text holds a brace (a
+    block opened or closed on the line) or the receiver is a keyword's operand it needs."""
+    ls = text.rfind("\n", 0, dot) + 1
+    m = _RECEIVER.search(text, ls, dot)
+    if m is None or m.start() == ls and not text[ls:dot].strip():
+        return None
+    prefix = text[ls : m.start()]
+    if "{" in prefix or "}" in prefix or prefix.count('"') % 2 or "//" in prefix:
+        return None
+    le = text.find("\n", dot)
+    le = len(text) if le < 0 else le
+    if "{" in text[dot:le] or "}" in text[dot:le]:
+        return None
+    patched = text[:ls] + " " * len(prefix) + text[m.start() : dot] + " " * (le - dot) + text[le:]
+    return _typed_at(a, patched, dot)
 
 
 def _typed_at(a: Analysis, patched: str, dot: int) -> tuple[ast.Expr, CheckResult] | None:
@@ -330,6 +361,8 @@ def _typed_at(a: Analysis, patched: str, dot: int) -> tuple[ast.Expr, CheckResul
                     ast.FilterExpr,
                     ast.AskExpr,
                     ast.ProjectionItem,
+                    ast.CondExpr,  # `if c then a else it.`: the dot ends `it`, not the `if`
+                    ast.LoopExpr,  # `… until c else s.`
                 ),
             )
         ):
