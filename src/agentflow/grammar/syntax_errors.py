@@ -72,6 +72,22 @@ _PUNCT_WORDS = {v: f"`{k}`" for k, v in OPS.items()}
 _PUNCT_WORDS.update({"LPAR_NL": "`(`", "LSQB_NL": "`[`", "MINUS_NL": "`-`", "NOT_NL": "`not`"})
 
 
+#: the hint of `fail` / `return` where an expression goes: an arm of `if … then … else` or of
+#: a `match`, a `let`'s value (docs/reference/expressions.md "if … then … else")
+STATEMENT_AS_VALUE_HINTS = {
+    "fail": (
+        "`fail` is a statement, not a value: fail before the value is needed — "
+        '`require c else fail "…"` or an `if c { fail "…" }` statement — and give the value '
+        'here (`loop … else fail "…"` and `ask … else fail "…"` are the expressions that fail)'
+    ),
+    "return": (
+        "`return` is a statement, not a value: where a value goes (an arm of `if … then … "
+        "else` or of a `match`, a `let`), write the value alone (`then 1`); to leave early, "
+        "write an `if c { return 1 }` statement"
+    ),
+}
+
+
 def describe(tok: Any, *, article: bool = True) -> str:
     """Words for a token found where it does not belong: ``"the name `x`"`` (after "found"),
     or without the article, ``"name `x`"`` (after "unexpected")."""
@@ -422,6 +438,9 @@ def _syntax_hint(
     if tok.value == "if" and "NAME" in expected:
         # `1 + if c then a else b`: the conditional takes the lowest precedence
         return "a conditional inside an expression needs parentheses: `(if c then a else b)`"
+    if tok.value in ("fail", "return") and "NAME" in expected and not tok.bol:
+        # `if ok then 1 else fail "no"`, `1 => return 2`: a statement where a value goes
+        return STATEMENT_AS_VALUE_HINTS[str(tok.value)]
     if typ in ("STRING", "EQUALS") and "COLON" in expected:
         return "object entries are written `key: value`"
     if typ == "NUMBER" and "DURATION" in expected:
