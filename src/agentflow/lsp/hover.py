@@ -147,6 +147,8 @@ def _target_hover(
         doc, what = None, "field"
         if obj is not None and m.name in obj.fields:
             doc = obj.fields[m.name].doc
+            if id(m) not in res.expr_types:  # an object literal's key: its field's type
+                t = obj.fields[m.name].type
             declared = obj.fields[m.name].span
             if (  # `r.a` of `let r = parallel { a: … }`
                 isinstance(declared, Span)
