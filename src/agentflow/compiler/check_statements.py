@@ -682,8 +682,8 @@ class StatementChecks(CheckerShared):
         init_t = self.types.get(id(e.init))
         if e.acc_type is not None or hint is not None or init_t is None or widen(init_t) != INT:
             return None
-        if not any(d.severity == "error" for d in self.diags[mark:]):
-            return None
+        if e.acc.name == e.var.name or not any(d.severity == "error" for d in self.diags[mark:]):
+            return None  # (one name for both: its error stands, said once)
         bt = self.trial_body(e, elem, NUMBER)
         if bt is None or widen(bt) != NUMBER:
             return None
