@@ -439,7 +439,8 @@ class ExpressionChecks(CheckerShared):
                     D.TYPE_MISMATCH,
                     f"`{op}` cannot order `{self.said(widen(lt))}` and `{self.said(widen(rt))}`",
                     e.span,
-                    hint="comparisons need two numbers, two texts or two durations",
+                    hint=self.optional_operand_hint(e, lt, rt)
+                    or "comparisons need two numbers, two texts or two durations",
                 )
             return BOOL
         if lt == JSON or rt == JSON:
