@@ -28,6 +28,7 @@ from agentflow.compiler.types import (
     MEMBER,
     NULL,
     NUMBER,
+    PATH,
     PRIMS,
     TEXT,
     VERDICT,
@@ -441,6 +442,12 @@ class TypeChecks(CheckerShared):
                 "is not known to be: declare this one `text` (`agent(team.member(t))` takes a "
                 "`text` too, checked when the step runs), or let an agent whose contract has a "
                 "`member` field choose it"
+            )
+        if want_r == PATH and got_r == TEXT:
+            return (
+                "a computed `text` is not known to be a `path`: declare where it comes from as "
+                "one (`input { file: path }`, an agent's `expect { file: path }`), or write it "
+                'as a path string, `"${…}"`'
             )
         if isinstance(got_r, OptionalType) and not isinstance(want_r, OptionalType):
             if assignable(got_r.inner, want, self.env):
