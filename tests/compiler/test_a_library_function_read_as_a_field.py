@@ -38,3 +38,9 @@ def test_a_function_that_takes_more_gets_the_call_without_an_edit():
 def test_a_misspelt_count_still_gets_count():
     (d,) = check_source(HEAD + "stage a -> int { input.xs.cont }\n", "s.flow").diagnostics
     assert d.hint == "did you mean `count`?"
+
+
+def test_an_optional_receiver_gets_the_hint_without_an_edit():
+    src = "input { name: text? }\nstage a -> text { input.name.trim }\n"
+    (d,) = check_source(src, "s.flow").diagnostics
+    assert d.hint.endswith("call the function: `trim(input.name)`") and d.fix is None

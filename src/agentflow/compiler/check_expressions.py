@@ -861,7 +861,9 @@ class ExpressionChecks(CheckerShared):
         hint = (
             f"`{name}` is not a field: `.flow` values have no methods; call the function: `{call}`"
         )
-        if more or first == "…":
+        ot = self.types.get(id(e.obj))
+        optional = ot is not None and isinstance(self.env.resolve(ot), OptionalType)
+        if more or first == "…" or optional:  # (an optional needs its `??` first)
             return hint, None
         return hint, Replacement(e.span, call, f"Replace `{first}.{name}` with `{call}`")
 
