@@ -245,6 +245,10 @@ def match_subject_hint(tok: Any, sc: Scanner) -> str | None:
     return None
 
 
+#: token types of a literal that may be a `match` pattern
+_PATTERN_LITERALS = frozenset({"STRING", "NUMBER", "DURATION", "TRUE", "FALSE", "NULL"})
+
+
 def _match_hint(tok: Any, expected: set[str], prev: Tok | None, sc: Scanner) -> str | None:
     """The hints of ``match`` (docs/reference/expressions.md "match"): an arm without ``=>``,
     ``case "a":`` of other languages, ``switch``/``when`` (an empty ``match``: :mod:`.slips`)."""
@@ -255,6 +259,21 @@ def _match_hint(tok: Any, expected: set[str], prev: Tok | None, sc: Scanner) -> 
     if "FATARROW" in expected and tok.type != "FATARROW":
         if prev is not None and prev.type == "NAME" and prev.value == "case":
             return f"there is no `case`: {arm}"
+        if prev is not None and prev.type == "NAME" and tok.type == "DOT":
+            # `match x { input.limit => … }`: a computed value where a constant goes
+            return (
+                'a `match` pattern is a constant (`"low"`, `1`, `true`, `null`), not a '
+                "computed value: compare with a value read from the program in "
+                "`if x == value then … else …`"
+            )
+        if prev is not None and prev.type in _PATTERN_LITERALS:
+            if tok.type == "COMMA":  # `1, 2 => …`: the patterns of one arm
+                written = sc.text[prev.start - sc.ob : tok.start - sc.ob]
+                nxt = re.match(r"[ \t]*([^\s=,|]+)", sc.text[tok.end - sc.ob :])
+                more = nxt.group(1) if nxt else "…"
+                return f"the patterns of one arm are joined by `|`: `{written} | {more} => …`"
+            if tok.type == "DOTDOT":  # `1..3 => …`: a range
+                return "a pattern is one value: for a range, write `if x in 1..3 then … else …`"
         return arm
     line = _line_before(sc, tok)
     if tok.type == "COMMA" and _MATCH_CALL_BEFORE.search(line):
