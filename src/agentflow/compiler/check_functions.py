@@ -257,7 +257,10 @@ class FunctionChecks(CheckerShared):
                 ok = False
             elif tp in conflict and e.name != "merge":
                 first, arg = conflict[tp]
-                self._arg_mismatch(e, spec, arg, f"`{tp}` is `{self.said(first)}` here", None)
+                own = next(
+                    (b.get(tp) for a, b in zip(e.args, per_arg, strict=False) if a is arg), None
+                )  # what this argument makes `tp`: said as found
+                self._arg_mismatch(e, spec, arg, f"`{tp}` is `{self.said(first)}` here", own)
                 ok = False
         if not ok:
             return ERROR
