@@ -536,10 +536,12 @@ class StatementChecks(CheckerShared):
         ot = self.infer(e.over)
         elem = self.list_elem(ot, "filter", e.over.span)
         self.loop_scope(e.var, elem, e)
+        kept: Type | None = None
         try:
             if e.cond is not None:
                 self.expr(e.cond, BOOL)
                 self.check_pure(e.cond)
+                kept = self.kept_elem(e, e.cond)
             if e.judge is not None:
                 self.expr(e.judge, TEXT)
                 self.optional_in_text(e.judge, "the judge's prompt")
@@ -549,7 +551,20 @@ class StatementChecks(CheckerShared):
             return ERROR
         if ot == JSON:
             return ListType(JSON)
+        if kept is not None:
+            return ListType(kept)
         return widen(ot) if not isinstance(ot, NamedRef) else ot
+
+    def kept_elem(self, e: ast.FilterExpr, cond: ast.Expr) -> Type | None:
+        """The type of the elements a ``filter`` keeps when its condition narrows its variable
+        (docs/reference/types.md "Narrowing"): ``filter xs as x where x != null`` keeps
+        ``int``s of an ``int?[]``, ``where p.kind == "cat"`` the ``Cat``s of a ``Pet[]``; None
+        when it does not."""
+        yes, _no = self.narrowings(cond)
+        hit = yes.get((e.var.name,))
+        if hit is None or hit[0].decl is not e or isinstance(hit[1], ErrorType):
+            return None
+        return hit[1]
 
     def check_pure(
         self,
