@@ -253,7 +253,18 @@ class FunctionChecks(CheckerShared):
                     None,
                 )
             if bad is not None and bound is not None:  # (bad is found only under a bound)
-                self._arg_mismatch(e, spec, bad[0], f"`{tp}` must be `{self.said(bound)}`", bad[1])
+                r = self.env.resolve(bad[1])
+                nulls = None
+                if isinstance(r, OptionalType) and assignable(r.inner, bound, self.env):
+                    # `max(map items as i { i.score })` with `score: int?`
+                    nulls = (
+                        f"the elements may be `null` (`{self.said(bad[1])}`): give each a "
+                        "default (`map xs as x { x ?? 0 }`) or leave the nulls out "
+                        "(`filter xs as x where x != null`)"
+                    )
+                self._arg_mismatch(
+                    e, spec, bad[0], f"`{tp}` must be `{self.said(bound)}`", bad[1], nulls
+                )
                 ok = False
             elif tp in conflict and e.name != "merge":
                 first, arg = conflict[tp]
