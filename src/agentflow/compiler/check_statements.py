@@ -186,7 +186,11 @@ class StatementChecks(CheckerShared):
                 self.declare(Symbol("let", s.name.name, t, s), s.name.span)
             elif isinstance(s, ast.RequireStmt):
                 self.expr(s.cond, BOOL)
-                self.expr(s.message, TEXT)
+                yes, no = self.narrowings(s.cond)
+                with self.narrowed(no):
+                    self.expr(s.message, TEXT)
+                if yes:  # `require x != null else fail …`: `x` is not null after it
+                    self.narrows.append(yes)
             elif isinstance(s, ast.FailStmt):
                 self.expr(s.message, TEXT)
                 reachable = False
