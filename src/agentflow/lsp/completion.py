@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 
 
 _WORD_TAIL = re.compile(r"[A-Za-z0-9_]*\Z")
+#: a `loop`'s `until` before the cursor on its line, its condition being typed
+_UNTIL_TYPED = re.compile(r"\buntil\b[^\n]*\Z")
 #: ``stub step r.`` ending the text before the cursor's word: the branches of ``r`` follow
 _STUB_BRANCH = re.compile(r"(?:^|\n)[ \t]*stub[ \t]+step[ \t]+([A-Za-z_][A-Za-z0-9_]*)\.\Z")
 
@@ -176,6 +178,8 @@ def completions(a: Analysis, offset: int, text: str | None = None) -> list[Compl
         catch = catch + [
             (w, "keyword", f"tool call clause: {ex}") for w, ex in CALL_CLAUSES.items()
         ]
+    if catch:  # a finished expression: the keyword an open `if`/`until` on the line waits for
+        catch = _awaited_keywords(text[text.rfind("\n", 0, wstart) + 1 : wstart]) + catch
     return [Completion(*c) for c in catch] + expr_completions(
         names_analysis(a, text, wstart), wstart
     )
@@ -286,6 +290,15 @@ def names_analysis(a: Analysis, text: str, offset: int) -> Analysis:
     ls = text.rfind("\n", 0, offset) + 1
     le = text.find("\n", offset)
     le = len(text) if le < 0 else le
+    if _UNTIL_TYPED.search(text, ls, offset) and "else" not in text[offset:le]:
+        # `} until ` / `} until acc >`: the condition being typed, the loop's `else` not yet —
+        # the rest of the condition and an `else` filled in, the loop's names are in scope
+        filled = a.reanalyze(text[:offset] + ' true else fail ""' + text[le:])
+        if not any(
+            isinstance(i, ast.ErrorItem) and i.span.start <= offset <= i.span.end
+            for i in filled.module.items
+        ):
+            return filled
     return a.reanalyze(text[:ls] + " " * (le - ls) + text[le:])
 
 
@@ -634,6 +647,30 @@ def _context(toks: list[Tok]) -> _Ctx:
     if code and code[-1].value == "|":
         ctx.in_type = ctx.in_type or any(t.value == "type" for t in code[-12:])
     return ctx
+
+
+#: on the line before the cursor, after a finished expression: an `if` still waiting for its
+#: `then`, a `then` for its `else`, a loop's `until` for its `else`
+_AWAITED = (
+    (re.compile(r"\bif\b(?![^\n]*\bthen\b)[^\n{]*\S[ \t]*\Z"), "then", "if c then a else b"),
+    (re.compile(r"\bthen\b(?![^\n]*\belse\b)[^\n]*\S[ \t]*\Z"), "else", "if c then a else b"),
+    (
+        re.compile(r"\buntil\b(?![^\n]*\belse\b)[^\n]*\S[ \t]*\Z"),
+        "else",
+        'until c else fail "…" (or else <value>)',
+    ),
+)
+
+
+def _awaited_keywords(line: str) -> list[tuple[str, str, str]]:
+    """The keywords the open construct of ``line`` (the text before the cursor on its line,
+    after a finished expression) waits for: ``then`` after ``if c``, ``else`` after
+    ``then a`` or a loop's ``until c``."""
+    out: list[tuple[str, str, str]] = []
+    for pattern, word, detail in _AWAITED:
+        if pattern.search(line) and all(word != w for w, _, _ in out):
+            out.append((word, "keyword", detail))
+    return out
 
 
 def _after_call(code: list[Any]) -> bool:
