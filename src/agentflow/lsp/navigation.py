@@ -599,6 +599,8 @@ def value_clash(a: Analysis, new: str, spans: list[Span], param: bool = False) -
                     return f"`{new}` is already a parameter of `{item.name.name}`"
     for site in spans:
         line = local_clash(a, new, site)
+        if line is not None and line > site.line:  # a later `let` of the same block
+            return f"`{new}` is already in scope in this block: a `let` of the same block (line {line})"
         if line is not None:
             return (
                 f"`{new}` is already a variable in scope at line {site.line} "
