@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 
 
 _WORD_TAIL = re.compile(r"[A-Za-z0-9_]*\Z")
+#: a `match` whose `{` ends the text before the cursor: its first arm is being written
+_MATCH_OPEN = re.compile(r"\bmatch\b[^{\n]*\{\s*\Z")
 #: a `loop`'s `until` before the cursor on its line, its condition being typed
 _UNTIL_TYPED = re.compile(r"\buntil\b[^\n]*\Z")
 #: ``stub step r.`` ending the text before the cursor's word: the branches of ``r`` follow
@@ -157,6 +159,15 @@ def completions(a: Analysis, offset: int, text: str | None = None) -> list[Compl
     found = errors_help.completions(code)  # tolerate, catch on [codes] as
     if found is not None:
         return [Completion(*c) for c in found]
+    if prev in ("{", ","):  # an arm of a `match` begins: the values its subject has left
+        left = _match_arm_completions(names_analysis(a, text, wstart), wstart)
+        if not left and prev == "{" and _MATCH_OPEN.search(before):
+            # `match x { }`: no arm yet, so it does not parse — a placeholder arm after the
+            # cursor makes it (and is no arm of the user's)
+            filled = a.reanalyze(text[:wstart] + " _ => null" + text[offset:])
+            left = _match_arm_completions(filled, wstart)
+        if left:
+            return left
     if (
         prev in ("expect", "->", "<")
         or (prev == ":" and ctx.type_colon)
@@ -287,6 +298,13 @@ def names_analysis(a: Analysis, text: str, offset: int) -> Analysis:
         for i in a.module.items
     ):
         return a
+    if text != a.text:  # an older analysis: the text being typed may parse as it is
+        current = a.reanalyze(text)
+        if not any(
+            isinstance(i, ast.ErrorItem) and i.span.start <= offset <= i.span.end
+            for i in current.module.items
+        ):
+            return current
     ls = text.rfind("\n", 0, offset) + 1
     le = text.find("\n", offset)
     le = len(text) if le < 0 else le
@@ -670,6 +688,52 @@ def _awaited_keywords(line: str) -> list[tuple[str, str, str]]:
     for pattern, word, detail in _AWAITED:
         if pattern.search(line) and all(word != w for w, _, _ in out):
             out.append((word, "keyword", detail))
+    return out
+
+
+def _pattern_value(p: ast.Expr) -> Any:
+    """The value of a literal ``match`` pattern (a negative number too), or the class itself
+    for anything else (equal to no value)."""
+    if isinstance(p, ast.StringLit) and p.is_plain:
+        return p.text
+    if isinstance(p, (ast.NumberLit, ast.BoolLit)):
+        return p.value
+    if isinstance(p, ast.NullLit):
+        return None
+    if isinstance(p, ast.Unary) and p.op == "-" and isinstance(p.operand, ast.NumberLit):
+        return -p.operand.value
+    return ast.Expr
+
+
+def _match_arm_completions(a: Analysis, offset: int) -> list[Completion]:
+    """Where an arm of a ``match`` begins (after its ``{`` or an arm's ``,``): the values of
+    the subject's type no arm covers yet, as patterns to write (``"medium"``), and ``_``; empty
+    when ``offset`` is in no ``match``'s arms or the subject's values are not a finite set."""
+    best: ast.MatchExpr | None = None
+    for n in ast.walk(a.module):
+        if (
+            isinstance(n, ast.MatchExpr)
+            and n.subject.span.end < offset <= n.span.end
+            and not any(arm.span.start <= offset <= arm.span.end for arm in n.arms)
+            and (best is None or n.span.start >= best.span.start)
+        ):
+            best = n
+    if best is None or id(best.subject) not in a.result.expr_types:
+        return []
+    values = T.finite_values(a.result.type_of(best.subject), a.result.env)
+    if not values:
+        return []
+    covered = [_pattern_value(p) for arm in best.arms for p in arm.patterns]
+    said = f"a value of `{type_names.spelt(a.result.env, a.result.type_of(best.subject))}`"
+    out = [
+        Completion(T.literal_str(v), "value", f"{said}: no arm covers it yet")
+        for v in values
+        if not any(v == c and type(v) is type(c) for c in covered)
+    ]
+    if out and not any(
+        arm.wildcard_span is not None and arm.span.end < offset for arm in best.arms
+    ):
+        out.append(Completion("_", "keyword", "every other value (the last arm)"))
     return out
 
 
