@@ -42,3 +42,13 @@ def test_a_body_wrong_with_a_number_too_keeps_its_own_error():
     src = HEAD + '  let t = reduce input.xs as x, acc = 0 { acc + "a" }\n  return t\n}\n'
     (d,) = check_source(src, "s.flow").diagnostics
     assert d.message == "`+` cannot combine `int` and `text`"
+
+
+def test_a_body_with_another_error_keeps_its_errors():
+    # `break` is an unknown name whatever the state's type: the body's errors stand, as written
+    src = (
+        "stage s -> int {\n  let x = loop up to 5 as r, n = 0 {\n    if n > 2 { break }\n"
+        "    n + 0.5\n  } until n > 3 else n\n  return 1\n}\n"
+    )
+    codes = [d.code for d in check_source(src, "t.flow").diagnostics]
+    assert "unknown-name" in codes and "the state" not in str(codes)

@@ -1,7 +1,6 @@
-"""`${…}` where the language wants a constant string is a syntax error whose hint says what to
-write: an object key (`{ "${x}": 1 }`) — a map keyed by computed values is built from the
-elements (`group_by`, `count_by`, a list of entries); anything else (a test name, a tool
-pattern …) — write it without `${…}` (docs/reference/lexical.md)."""
+"""`${…}` in an object key (`{ "${x}": 1 }`) is a syntax error whose hint says how a map keyed
+by computed values is built: from the elements (`group_by`, `count_by`, a list of entries)
+(docs/reference/expressions.md "Literals")."""
 
 from __future__ import annotations
 
@@ -16,9 +15,3 @@ def test_a_computed_object_key_points_to_the_functions_that_key_by_value():
         "an object key cannot contain `${…}` interpolation",
     )
     assert '`group_by(xs, "field")`' in d.hint and '`count_by(xs, "field")`' in d.hint
-
-
-def test_another_constant_says_to_write_it_without_interpolation():
-    (d,) = check_source('test "a ${x}" {\n  expect 1 == 1\n}\n', "t.flow").diagnostics
-    assert d.message == "a test name cannot contain `${…}` interpolation"
-    assert d.hint.startswith("a test name is a constant: write it without `${…}`")

@@ -703,9 +703,20 @@ class StatementChecks(CheckerShared):
             return None
         if e.acc.name == e.var.name or not any(d.severity == "error" for d in self.diags[mark:]):
             return None  # (one name for both: its error stands, said once)
-        bt = self.trial_body(e, elem, NUMBER)
-        if bt is None or widen(bt) != NUMBER:
+        if self.settling >= _MAX_TRIALS:
             return None
+        trial = len(self.diags)
+        self.settling += 1
+        self.open_acc_scope(e, elem, NUMBER)
+        try:
+            bt = self.body(e.body, None, e.span, "the body")
+            clean = not any(d.severity == "error" for d in self.diags[trial:])
+        finally:
+            self.pop_scope()
+            self.settling -= 1
+            del self.diags[trial:]
+        if not clean or isinstance(bt, ErrorType) or widen(bt) != NUMBER:
+            return None  # the body is wrong with a `number` too: its own errors stand
         del self.diags[mark:]
         what = "state" if isinstance(e, ast.LoopExpr) else "accumulator"
         name, init = e.acc.name, expr_text(e.init)

@@ -76,12 +76,7 @@ def _string_value(tok: Tok, what: str, hint: str | None = None) -> str:
     lit = tok.value
     assert isinstance(lit, ast.StringLit)  # a STRING token's value in parse mode
     if not lit.is_plain:
-        raise SynErr(
-            f"{what} cannot contain `${{…}}` interpolation",
-            lit.span,
-            hint=hint
-            or f"{what} is a constant: write it without `${{…}}` (`\\${{` writes a `${{` of its own)",
-        )
+        raise SynErr(f"{what} cannot contain `${{…}}` interpolation", lit.span, hint=hint)
     return lit.text
 
 
