@@ -828,7 +828,7 @@ class ExpressionChecks(CheckerShared):
             return r.value
         meant = suggest_name(name, ["count"]) if self.countable(r) else None
         hint = LENGTH_HINTS.get(name) if self.countable(r) else None
-        fix = None
+        fix = D.respelling(span, name, "count") if hint is not None else None  # `xs.length`
         if hint is None and isinstance(e, ast.Member):
             hint, fix = self.function_as_field(e, name) or (None, None)
         if hint is None and meant is not None:
