@@ -35,7 +35,7 @@ from agentflow.compiler.api import check_source, read_source
 from agentflow.compiler.lower_expressions import absent_reads_null
 from agentflow.compiler.lowering import LoweringError, lower_with_stages
 from agentflow.compiler.render import render_text
-from agentflow.errors import CompileError, FlowError, RunError
+from agentflow.errors import CompileError, FlowError, PlanLoadError, RunError
 from agentflow.flowtest_cache import _Cache
 from agentflow.flowtest_case import _run_one
 from agentflow.flowtest_network import network_guard
@@ -213,10 +213,14 @@ async def _run_file(
     # the stages' values are read after the run (:func:`_stage_values`), not by the plan's
     # finish: its output and `meta` stay the run's, so an error of the output points at the
     # `.flow` as `flowc run`'s does, and a stage no run reads never fails a test
-    staged = bind_calls(
-        compile_value(stages, file=shown, conditions=False),
-        table_from_data(plan.get("functions"), shown),
-    )
+    try:
+        staged = bind_calls(
+            compile_value(stages, file=shown, conditions=False),
+            table_from_data(plan.get("functions"), shown),
+        )
+    except PlanLoadError as e:  # a stage's value the compiler wrote wrongly: a flowc bug
+        failure = [f"{shown}: internal compiler error: {e} (this is a flowc bug)"]
+        return [TestOutcome(shown, "flowc compile", 0, False, failure, not_run=len(tests))]
     # tests of a flow that may write files share its directory: they run one at a time
     alone = asyncio.Lock() if _writes(plan) else None
     passed: dict[str, Any] = dict(record["passed"]) if record is not None else {}

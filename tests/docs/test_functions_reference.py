@@ -41,7 +41,8 @@ types of the arguments, so `sort_by(input.items, "-score")` is an `Item[]` and
 `type-mismatch`, a wrong number of arguments `argument-count`, a named argument
 `named-argument`, each with the signature in a note; an unknown function is `unknown-function`
 with a "did you mean", also for the names other languages use (`toUpperCase`, `strip`,
-`length`, `s.lower()`, `str.join(…)`, `Math.round(x)`):
+`length`, `s.lower()`, `str.join(…)`, `Math.round(x)`; a function read as a field, `s.lower`, is an
+`unknown-field` whose hint is the call, `lower(s)`):
 
 ```flow
 input { title: text, tags: text[] }

@@ -60,6 +60,7 @@ from agentflow.compiler.types import (
 )
 from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Note, Replacement, meant_hint
+from agentflow.core.functions import FOREIGN_FUNCTION_NAMES, FUNCTIONS
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import (
     BUILTIN_TYPES,
@@ -484,7 +485,8 @@ class ExpressionChecks(CheckerShared):
                     D.TYPE_MISMATCH,
                     f"`{op}` cannot order `{self.said(widen(lt))}` and `{self.said(widen(rt))}`",
                     e.span,
-                    hint="comparisons need two numbers, two texts or two durations",
+                    hint=self.optional_operand_hint(e, lt, rt)
+                    or "comparisons need two numbers, two texts or two durations",
                 )
             return BOOL
         if (type(lt) is Prim and lt.name == "json") or (type(rt) is Prim and rt.name == "json"):
@@ -871,7 +873,9 @@ class ExpressionChecks(CheckerShared):
             return r.value
         meant = suggest_name(name, ["count"]) if self.countable(r) else None
         hint = LENGTH_HINTS.get(name) if self.countable(r) else None
-        fix = None
+        fix = D.respelling(span, name, "count") if hint is not None else None  # `xs.length`
+        if hint is None and isinstance(e, ast.Member):
+            hint, fix = self.function_as_field(e, name) or (None, None)
         if hint is None and meant is not None:
             hint, fix = meant_hint(meant), D.respelling(span, name, meant)
         if name in ("values", "errors") and isinstance(r, ListType):
@@ -887,6 +891,26 @@ class ExpressionChecks(CheckerShared):
             D.UNKNOWN_FIELD, f"`{self.said(ot)}` has no field `{name}`", span, hint=hint, fix=fix
         )
         return ERROR
+
+    def function_as_field(self, e: ast.Member, name: str) -> tuple[str, Replacement | None] | None:
+        """``input.s.lower``, ``xs.reverse``, ``s.toUpperCase``: a library function (or one of
+        another language's names for one) read as a field — the hint is the call to write, and,
+        when that call takes nothing else, its edit; None when ``name`` is no function."""
+        target = name if name in FUNCTIONS else FOREIGN_FUNCTION_NAMES.get(name)
+        if target is None:
+            return None
+        path = what_is(e.obj)
+        first = path.strip("`") if path != "this value" else "…"
+        more = sum(1 for p in FUNCTIONS[target].params if not p.omittable) > 1
+        call = f"{target}({first}{', …' if more else ''})"
+        hint = (
+            f"`{name}` is not a field: `.flow` values have no methods; call the function: `{call}`"
+        )
+        ot = self.types.get(id(e.obj))
+        optional = ot is not None and isinstance(self.env.resolve(ot), OptionalType)
+        if more or first == "…" or optional:  # (an optional needs its `??` first)
+            return hint, None
+        return hint, Replacement(e.span, call, f"Replace `{first}.{name}` with `{call}`")
 
     def countable(self, r: Type) -> bool:
         return isinstance(r, (ListType, MapType)) or is_textual(r, self.env)

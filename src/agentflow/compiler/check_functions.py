@@ -253,11 +253,25 @@ class FunctionChecks(CheckerShared):
                     None,
                 )
             if bad is not None and bound is not None:  # (bad is found only under a bound)
-                self._arg_mismatch(e, spec, bad[0], f"`{tp}` must be `{self.said(bound)}`", bad[1])
+                r = self.env.resolve(bad[1])
+                nulls = None
+                if isinstance(r, OptionalType) and assignable(r.inner, bound, self.env):
+                    # `max(map items as i { i.score })` with `score: int?`
+                    nulls = (
+                        f"the elements may be `null` (`{self.said(bad[1])}`): give each a "
+                        "default (`map xs as x { x ?? 0 }`) or leave the nulls out "
+                        "(`filter xs as x where x != null`)"
+                    )
+                self._arg_mismatch(
+                    e, spec, bad[0], f"`{tp}` must be `{self.said(bound)}`", bad[1], nulls
+                )
                 ok = False
             elif tp in conflict and e.name != "merge":
                 first, arg = conflict[tp]
-                self._arg_mismatch(e, spec, arg, f"`{tp}` is `{self.said(first)}` here", None)
+                own = next(
+                    (b.get(tp) for a, b in zip(e.args, per_arg, strict=False) if a is arg), None
+                )  # what this argument makes `tp`: said as found
+                self._arg_mismatch(e, spec, arg, f"`{tp}` is `{self.said(first)}` here", own)
                 ok = False
         if not ok:
             return ERROR

@@ -124,6 +124,21 @@ class MatchChecks(CheckerShared):
                     continue
                 keys.append(key)
                 written.append(p)
+            if (
+                arm.wildcard_span is not None
+                and wildcard is None
+                and values
+                and covered
+                and all(value_key(v) in covered for v in values)
+            ):  # `true => …, false => …, _ => …`: the arms before cover every value already
+                self.report(
+                    D.UNREACHABLE_ARM,
+                    f"this `_` arm is never reached: the arms before it cover every value of "
+                    f"{subject} (`{self.said(st)}`)",
+                    arm.span,
+                    hint="remove it: without `_`, the `match` stays checked to cover every "
+                    "value, so a value added to the type later is an error until an arm covers it",
+                )
             if wildcard is not None:
                 self.report(
                     D.UNREACHABLE_ARM,

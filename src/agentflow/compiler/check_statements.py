@@ -21,6 +21,7 @@ from agentflow.compiler.types import (
     INT,
     JSON,
     NULL,
+    NUMBER,
     TEXT,
     ErrorType,
     ListType,
@@ -48,6 +49,7 @@ from agentflow.grammar.syntax_errors import (
     joined_statement,
     misspelt_keyword_before,
 )
+from agentflow.grammar.written import expr_text
 
 #: keywords that start a statement or an expression (the hint of a misspelt one read as a name)
 #: the literals of other languages (any case) → `.flow`'s: `None`, `nil`, `TRUE`, `False`
@@ -184,7 +186,11 @@ class StatementChecks(CheckerShared):
                 self.declare(Symbol("let", s.name.name, t, s), s.name.span)
             elif isinstance(s, ast.RequireStmt):
                 self.expr(s.cond, BOOL)
-                self.expr(s.message, TEXT)
+                yes, no = self.narrowings(s.cond)
+                with self.narrowed(no):
+                    self.expr(s.message, TEXT)
+                if yes:  # `require x != null else fail …`: `x` is not null after it
+                    self.narrows.append(yes)
             elif isinstance(s, ast.FailStmt):
                 self.expr(s.message, TEXT)
                 reachable = False
@@ -534,10 +540,12 @@ class StatementChecks(CheckerShared):
         ot = self.infer(e.over)
         elem = self.list_elem(ot, "filter", e.over.span)
         self.loop_scope(e.var, elem, e)
+        kept: Type | None = None
         try:
             if e.cond is not None:
                 self.expr(e.cond, BOOL)
                 self.check_pure(e.cond)
+                kept = self.kept_elem(e, e.cond)
             if e.judge is not None:
                 self.expr(e.judge, TEXT)
                 self.optional_in_text(e.judge, "the judge's prompt")
@@ -547,7 +555,20 @@ class StatementChecks(CheckerShared):
             return ERROR
         if ot == JSON:
             return ListType(JSON)
+        if kept is not None:
+            return ListType(kept)
         return widen(ot) if not isinstance(ot, NamedRef) else ot
+
+    def kept_elem(self, e: ast.FilterExpr, cond: ast.Expr) -> Type | None:
+        """The type of the elements a ``filter`` keeps when its condition narrows its variable
+        (docs/reference/types.md "Narrowing"): ``filter xs as x where x != null`` keeps
+        ``int``s of an ``int?[]``, ``where p.kind == "cat"`` the ``Cat``s of a ``Pet[]``; None
+        when it does not."""
+        yes, _no = self.narrowings(cond)
+        hit = yes.get((e.var.name,))
+        if hit is None or hit[0].decl is not e or isinstance(hit[1], ErrorType):
+            return None
+        return hit[1]
 
     def check_pure(
         self,
@@ -669,15 +690,57 @@ class StatementChecks(CheckerShared):
         )
         return annotated
 
+    def number_acc(
+        self, e: ast.ReduceExpr | ast.LoopExpr, hint: Type | None, elem: Type, mark: int
+    ) -> Type | None:
+        """``number`` when the unannotated accumulator (state) of ``e`` is an `int` from its
+        initial value (``acc = 0``) and its body, checked with errors from ``mark`` on, checks
+        clean with a `number` one (``acc + 0.5``): the body's errors are then replaced by one at
+        the initial value, whose hint is the annotation (``acc: number = 0``) — not the body's
+        "make it an `int` with `floor(…)`"; else None (the body's errors stand)."""
+        init_t = self.types.get(id(e.init))
+        if e.acc_type is not None or hint is not None or init_t is None or widen(init_t) != INT:
+            return None
+        if e.acc.name == e.var.name or not any(d.severity == "error" for d in self.diags[mark:]):
+            return None  # (one name for both: its error stands, said once)
+        if self.settling >= _MAX_TRIALS:
+            return None
+        trial = len(self.diags)
+        self.settling += 1
+        self.open_acc_scope(e, elem, NUMBER)
+        try:
+            bt = self.body(e.body, None, e.span, "the body")
+            clean = not any(d.severity == "error" for d in self.diags[trial:])
+        finally:
+            self.pop_scope()
+            self.settling -= 1
+            del self.diags[trial:]
+        if not clean or isinstance(bt, ErrorType) or widen(bt) != NUMBER:
+            return None  # the body is wrong with a `number` too: its own errors stand
+        del self.diags[mark:]
+        what = "state" if isinstance(e, ast.LoopExpr) else "accumulator"
+        name, init = e.acc.name, expr_text(e.init)
+        self.report(
+            D.TYPE_MISMATCH,
+            f"the {what} `{name}` starts as `{init}`, an `int`, so its type is `int`, but the "
+            "body gives a `number`",
+            e.init.span,
+            notes=[Note(f"the {what} is declared here", e.acc.span)],
+            hint=f"the {what}'s type comes from its initial value unless it is annotated: "
+            f"write `{name}: number = {init}`",
+        )
+        return NUMBER
+
     def visit_ReduceExpr(self, e: ast.ReduceExpr, hint: Type | None) -> Type:
         elem = self.elem_type(e.over, "reduce")
         acc_t = self.acc_type(e, hint, elem)
+        mark = len(self.diags)
         self.open_acc_scope(e, elem, acc_t)
         try:
             self.body(e.body, acc_t, e.span, "the `reduce` body")
         finally:
             self.pop_scope()
-        return acc_t
+        return self.number_acc(e, hint, elem, mark) or acc_t
 
     def visit_LoopExpr(self, e: ast.LoopExpr, hint: Type | None) -> Type:
         """``loop up to N as round, state = init { … } [until c else …]`` (docs/reference/control.md
@@ -694,9 +757,15 @@ class StatementChecks(CheckerShared):
             "the initial state)",
         )
         acc_t = self.acc_type(e, hint, INT)
+        mark = len(self.diags)
         self.open_acc_scope(e, INT, acc_t)
         try:
             self.body(e.body, acc_t, e.keyword_span or e.span, "the `loop` body")
+            numbered = self.number_acc(e, hint, INT, mark)
+            if numbered is not None:  # the state is a `number`: so is the rest read with it
+                acc_t = numbered
+                self.pop_scope()
+                self.open_acc_scope(e, INT, acc_t)
             hint_pure = "compute it in the body and keep it in the state"
             if e.until is not None:
                 self.expr(e.until, BOOL)

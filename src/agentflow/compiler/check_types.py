@@ -28,6 +28,7 @@ from agentflow.compiler.types import (
     MEMBER,
     NULL,
     NUMBER,
+    PATH,
     PRIMS,
     TEXT,
     VERDICT,
@@ -46,8 +47,10 @@ from agentflow.compiler.types import (
     UnionType,
     UseType,
     assignable,
+    finite_values,
     is_numeric,
     is_textual,
+    literal_str,
     make_optional,
     make_union,
     object_mismatches,
@@ -261,6 +264,7 @@ class TypeChecks(CheckerShared):
             expr.span,
             notes=([widened[1]] if widened else []) + self.alias_notes(want),
             hint=(widened[0] if widened else None)
+            or self._literal_hint(expr, want)
             or self._mismatch_hint(got, want)
             or _int_hint(expr, got, want, self.env)
             or self._conversion_hint(expr, got, want),
@@ -440,6 +444,12 @@ class TypeChecks(CheckerShared):
                 "`text` too, checked when the step runs), or let an agent whose contract has a "
                 "`member` field choose it"
             )
+        if want_r == PATH and got_r == TEXT:
+            return (
+                "a computed `text` is not known to be a `path`: declare where it comes from as "
+                "one (`input { file: path }`, an agent's `expect { file: path }`), or write it "
+                'as a path string, `"${…}"`'
+            )
         if isinstance(got_r, OptionalType) and not isinstance(want_r, OptionalType):
             if assignable(got_r.inner, want, self.env):
                 return (
@@ -447,6 +457,24 @@ class TypeChecks(CheckerShared):
                     "(`value ?? default`)"
                 )
         return None
+
+    def _literal_hint(self, expr: ast.Expr, want: Type) -> str | None:
+        """``did you mean "high"?`` for a string literal where a union of literals is wanted
+        and one of its texts is close (``let s: Sev = "hgh"``), with the respelling as its
+        quick fix; else None (docs/reference/types.md "Assignability")."""
+        if not isinstance(expr, ast.StringLit) or not expr.is_plain or len(expr.parts) != 1:
+            return None
+        written = expr.parts[0]
+        if not isinstance(written, str):
+            return None
+        values = finite_values(want, self.env)
+        texts = [v for v in values or [] if isinstance(v, str)]
+        meant = suggest_name(written, texts) if written not in texts else None
+        if meant is None:
+            return None
+        hint = f"did you mean {literal_str(meant)}?"
+        fix = D.respelling(expr.span, written, meant, before='"', after='"')
+        return D.FixedHint(hint, fix) if fix is not None else hint
 
     def _conversion_hint(self, expr: ast.Expr, got: Type, want: Type) -> D.WeakHint | None:
         """The fix of a plain ``type-mismatch`` no other hint knows, said from the types alone

@@ -473,8 +473,11 @@ class UserFunctionChecks(CheckerShared):
         found = self.said(widen(got))
         r = self.env.resolve(strip_optional(got, self.env))
         w = self.env.resolve(want)
+        literal = self._literal_hint(e, want)
         usual = self._mismatch_hint(got, want)
-        if usual is not None:
+        if literal is not None:  # `rank("hgh")`: the literal written, and the one meant
+            found, hint = self.said(got), literal
+        elif usual is not None:
             hint = usual
         elif is_textual(w, self.env) and is_numeric(r, self.env):
             hint = "`to_text(x)` turns a number into text"
@@ -485,7 +488,7 @@ class UserFunctionChecks(CheckerShared):
             f"{what}: expected `{shown}`, found `{found}`",
             e.span,
             notes=notes,
-            hint=hint.replace("{found}", found),
+            hint=literal or hint.replace("{found}", found),
         )
 
     def _not_user_function(self, e: ast.UserCall, hint: Type | None) -> Type:

@@ -275,6 +275,9 @@ class CheckerShared:
     def _mismatch_hint(self, got: Type, want: Type) -> str | None:
         raise NotImplementedError
 
+    def _literal_hint(self, expr: ast.Expr, want: Type) -> str | None:
+        raise NotImplementedError
+
     def name(self, e: ast.Name) -> Type:
         raise NotImplementedError
 

@@ -24,6 +24,7 @@ from agentflow.compiler.lower_expressions import (
 )
 from agentflow.compiler.lower_written import span_text
 from agentflow.grammar import ast
+from agentflow.grammar.tokens import MATCH_AFTER
 from agentflow.grammar.written import expr_text
 
 
@@ -133,8 +134,17 @@ class MatchLowering(LoweringShared):
         )
 
     def _subject(self, e: ast.MatchExpr, ctx: Ctx) -> Frag:
+        """The subject as template text, in parentheses when it needs them: an operand of
+        unknown strength, or one whose text the template grammar would not read as a
+        subject after ``match`` — an inlined object literal (``{w: input.w}.w``, from
+        ``let o = { … }`` then ``match o.w``), ``not {…}.ok``, ``-{…}.n`` (``MATCH_AFTER``)."""
         subject = self.expr(e.subject, ctx)
-        return paren_frag(subject) if subject.prec == 0 and not subject.atomic else subject
+        if subject.prec == 0 and not subject.atomic:
+            return paren_frag(subject)
+        lead = "".join("E0" if isinstance(p, StepRef) else p for p in subject.parts)
+        if MATCH_AFTER.match(f" {lead} {{ ") is None:
+            return join_frags("(", subject, ")", atomic=True)
+        return subject
 
     def _patterns(self, arm: ast.MatchArm, ctx: Ctx) -> Frag:
         """An arm's patterns as template text (durations as written: compared by length)."""

@@ -20,6 +20,7 @@ from agentflow.core.vocabulary import (
 from agentflow.core.vocabulary import duration_ms as _duration_ms
 from agentflow.grammar import ast
 from agentflow.grammar.builder_shared import (
+    COMPUTED_KEY_HINT,
     _Acc,
     _Args,
     _comma_list,
@@ -271,7 +272,9 @@ class ExprBuilder:
 
     def entry(self, c: _Kids) -> ast.ObjectEntry:
         k = c[0]
-        key = _string_value(k, "an object key") if k.type == "STRING" else k.value
+        key = (
+            _string_value(k, "an object key", COMPUTED_KEY_HINT) if k.type == "STRING" else k.value
+        )
         return ast.ObjectEntry(_cover(k, c[2]), key, k.span, c[2])
 
     def paren(self, c: _Kids) -> ast.Expr:

@@ -64,11 +64,19 @@ def _cover(a: Any, b: Any) -> Span:
     return Span(a.file, a.line, a.column, b.end_line, b.end_column, a.start, b.end)
 
 
-def _string_value(tok: Tok, what: str) -> str:
+#: what to write instead of an interpolated object key (`{ "${x}": 1 }`): keys are constants
+COMPUTED_KEY_HINT = (
+    "an object's keys are written in the program; a map keyed by computed values is built from "
+    'the elements: `group_by(xs, "field")`, `count_by(xs, "field")`, or a list of '
+    "`{ key: …, value: … }` entries"
+)
+
+
+def _string_value(tok: Tok, what: str, hint: str | None = None) -> str:
     lit = tok.value
     assert isinstance(lit, ast.StringLit)  # a STRING token's value in parse mode
     if not lit.is_plain:
-        raise SynErr(f"{what} cannot contain `${{…}}` interpolation", lit.span)
+        raise SynErr(f"{what} cannot contain `${{…}}` interpolation", lit.span, hint=hint)
     return lit.text
 
 

@@ -72,6 +72,22 @@ _PUNCT_WORDS = {v: f"`{k}`" for k, v in OPS.items()}
 _PUNCT_WORDS.update({"LPAR_NL": "`(`", "LSQB_NL": "`[`", "MINUS_NL": "`-`", "NOT_NL": "`not`"})
 
 
+#: the hint of `fail` / `return` where an expression goes: an arm of `if … then … else` or of
+#: a `match`, a `let`'s value (docs/reference/expressions.md "if … then … else")
+STATEMENT_AS_VALUE_HINTS = {
+    "fail": (
+        "`fail` is a statement, not a value: fail before the value is needed — "
+        '`require c else fail "…"` or an `if c { fail "…" }` statement — and give the value '
+        'here (`loop … else fail "…"` and `ask … else fail "…"` are the expressions that fail)'
+    ),
+    "return": (
+        "`return` is a statement, not a value: where a value goes (an arm of `if … then … "
+        "else` or of a `match`, a `let`), write the value alone (`then 1`); to leave early, "
+        "write an `if c { return 1 }` statement"
+    ),
+}
+
+
 def describe(tok: Any, *, article: bool = True) -> str:
     """Words for a token found where it does not belong: ``"the name `x`"`` (after "found"),
     or without the article, ``"name `x`"`` (after "unexpected")."""
@@ -229,6 +245,10 @@ def match_subject_hint(tok: Any, sc: Scanner) -> str | None:
     return None
 
 
+#: token types of a literal that may be a `match` pattern
+_PATTERN_LITERALS = frozenset({"STRING", "NUMBER", "DURATION", "TRUE", "FALSE", "NULL"})
+
+
 def _match_hint(tok: Any, expected: set[str], prev: Tok | None, sc: Scanner) -> str | None:
     """The hints of ``match`` (docs/reference/expressions.md "match"): an arm without ``=>``,
     ``case "a":`` of other languages, ``switch``/``when`` (an empty ``match``: :mod:`.slips`)."""
@@ -239,6 +259,21 @@ def _match_hint(tok: Any, expected: set[str], prev: Tok | None, sc: Scanner) -> 
     if "FATARROW" in expected and tok.type != "FATARROW":
         if prev is not None and prev.type == "NAME" and prev.value == "case":
             return f"there is no `case`: {arm}"
+        if prev is not None and prev.type == "NAME" and tok.type == "DOT":
+            # `match x { input.limit => … }`: a computed value where a constant goes
+            return (
+                'a `match` pattern is a constant (`"low"`, `1`, `true`, `null`), not a '
+                "computed value: compare with a value read from the program in "
+                "`if x == value then … else …`"
+            )
+        if prev is not None and prev.type in _PATTERN_LITERALS:
+            if tok.type == "COMMA":  # `1, 2 => …`: the patterns of one arm
+                written = sc.text[prev.start - sc.ob : tok.start - sc.ob]
+                nxt = re.match(r"[ \t]*([^\s=,|]+)", sc.text[tok.end - sc.ob :])
+                more = nxt.group(1) if nxt else "…"
+                return f"the patterns of one arm are joined by `|`: `{written} | {more} => …`"
+            if tok.type == "DOTDOT":  # `1..3 => …`: a range
+                return "a pattern is one value: for a range, write `if x in 1..3 then … else …`"
         return arm
     line = _line_before(sc, tok)
     if tok.type == "COMMA" and _MATCH_CALL_BEFORE.search(line):
@@ -426,6 +461,9 @@ def _syntax_hint(
     if tok.value == "if" and "NAME" in expected:
         # `1 + if c then a else b`: the conditional takes the lowest precedence
         return "a conditional inside an expression needs parentheses: `(if c then a else b)`"
+    if tok.value in ("fail", "return") and "NAME" in expected and not tok.bol:
+        # `if ok then 1 else fail "no"`, `1 => return 2`: a statement where a value goes
+        return STATEMENT_AS_VALUE_HINTS[str(tok.value)]
     if typ in ("STRING", "EQUALS") and "COLON" in expected:
         return "object entries are written `key: value`"
     if typ == "NUMBER" and "DURATION" in expected:

@@ -39,6 +39,10 @@ if TYPE_CHECKING:
 
 
 _WORD_TAIL = re.compile(r"[A-Za-z0-9_]*\Z")
+#: a `match` whose `{` ends the text before the cursor: its first arm is being written
+_MATCH_OPEN = re.compile(r"\bmatch\b[^{\n]*\{\s*\Z")
+#: a `loop`'s `until` before the cursor on its line, its condition being typed
+_UNTIL_TYPED = re.compile(r"\buntil\b[^\n]*\Z")
 #: ``stub step r.`` ending the text before the cursor's word: the branches of ``r`` follow
 _STUB_BRANCH = re.compile(r"(?:^|\n)[ \t]*stub[ \t]+step[ \t]+([A-Za-z_][A-Za-z0-9_]*)\.\Z")
 
@@ -155,6 +159,15 @@ def completions(a: Analysis, offset: int, text: str | None = None) -> list[Compl
     found = errors_help.completions(code)  # tolerate, catch on [codes] as
     if found is not None:
         return [Completion(*c) for c in found]
+    if prev in ("{", ","):  # an arm of a `match` begins: the values its subject has left
+        left = _match_arm_completions(names_analysis(a, text, wstart), wstart)
+        if not left and prev == "{" and _MATCH_OPEN.search(before):
+            # `match x { }`: no arm yet, so it does not parse — a placeholder arm after the
+            # cursor makes it (and is no arm of the user's)
+            filled = a.reanalyze(text[:wstart] + " _ => null" + text[offset:])
+            left = _match_arm_completions(filled, wstart)
+        if left:
+            return left
     if (
         prev in ("expect", "->", "<")
         or (prev == ":" and ctx.type_colon)
@@ -176,6 +189,8 @@ def completions(a: Analysis, offset: int, text: str | None = None) -> list[Compl
         catch = catch + [
             (w, "keyword", f"tool call clause: {ex}") for w, ex in CALL_CLAUSES.items()
         ]
+    if catch:  # a finished expression: the keyword an open `if`/`until` on the line waits for
+        catch = _awaited_keywords(text[text.rfind("\n", 0, wstart) + 1 : wstart]) + catch
     return [Completion(*c) for c in catch] + expr_completions(
         names_analysis(a, text, wstart), wstart
     )
@@ -283,9 +298,25 @@ def names_analysis(a: Analysis, text: str, offset: int) -> Analysis:
         for i in a.module.items
     ):
         return a
+    if text != a.text:  # an older analysis: the text being typed may parse as it is
+        current = a.reanalyze(text)
+        if not any(
+            isinstance(i, ast.ErrorItem) and i.span.start <= offset <= i.span.end
+            for i in current.module.items
+        ):
+            return current
     ls = text.rfind("\n", 0, offset) + 1
     le = text.find("\n", offset)
     le = len(text) if le < 0 else le
+    if _UNTIL_TYPED.search(text, ls, offset) and "else" not in text[offset:le]:
+        # `} until ` / `} until acc >`: the condition being typed, the loop's `else` not yet —
+        # the rest of the condition and an `else` filled in, the loop's names are in scope
+        filled = a.reanalyze(text[:offset] + ' true else fail ""' + text[le:])
+        if not any(
+            isinstance(i, ast.ErrorItem) and i.span.start <= offset <= i.span.end
+            for i in filled.module.items
+        ):
+            return filled
     return a.reanalyze(text[:ls] + " " * (le - ls) + text[le:])
 
 
@@ -302,6 +333,8 @@ def member_completions(a: Analysis, text: str, dot: int, offset: int) -> list[Co
         le = text.find("\n", end)
         found = _typed_at(a, text[:dot] + " " + close + (text[le:] if le >= 0 else ""), dot)
     if found is None:
+        found = _receiver_alone(a, text, dot)
+    if found is None:
         return []
     best, patched_result = found
     t = patched_result.type_of(best)
@@ -311,6 +344,35 @@ def member_completions(a: Analysis, text: str, dot: int, offset: int) -> list[Co
         if isinstance(lt, T.ListType):
             t = lt.elem
     return _fields_of(t, env)
+
+
+#: the receiver of a ``.`` being typed, at the end of the text before it: a name, then fields,
+#: indexes and call arguments (one level of brackets), ``it``, ``input.items[0]``, ``f(x).a``
+_RECEIVER = re.compile(
+    r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\[\]\n]*\]|\([^()\n]*\))*"
+    r"(?:\.[A-Za-z_][A-Za-z0-9_]*(?:\[[^\[\]\n]*\]|\([^()\n]*\))*)*\Z"
+)
+
+
+def _receiver_alone(a: Analysis, text: str, dot: int) -> tuple[ast.Expr, CheckResult] | None:
+    """The last try of :func:`member_completions`: the receiver before the dot alone on its
+    line, what precedes it on the line blanked out and what follows dropped (offsets kept), so
+    that a half-written line that does not parse — ``let lab = if it.`` (no ``then`` yet),
+    ``take(top[0].`` (no ``)``) — still types it. Not when the blanked text holds a brace (a
+    block opened or closed on the line) or the receiver is a keyword's operand it needs."""
+    ls = text.rfind("\n", 0, dot) + 1
+    m = _RECEIVER.search(text, ls, dot)
+    if m is None or m.start() == ls and not text[ls:dot].strip():
+        return None
+    prefix = text[ls : m.start()]
+    if "{" in prefix or "}" in prefix or prefix.count('"') % 2 or "//" in prefix:
+        return None
+    le = text.find("\n", dot)
+    le = len(text) if le < 0 else le
+    if "{" in text[dot:le] or "}" in text[dot:le]:
+        return None
+    patched = text[:ls] + " " * len(prefix) + text[m.start() : dot] + " " * (le - dot) + text[le:]
+    return _typed_at(a, patched, dot)
 
 
 def _typed_at(a: Analysis, patched: str, dot: int) -> tuple[ast.Expr, CheckResult] | None:
@@ -330,6 +392,8 @@ def _typed_at(a: Analysis, patched: str, dot: int) -> tuple[ast.Expr, CheckResul
                     ast.FilterExpr,
                     ast.AskExpr,
                     ast.ProjectionItem,
+                    ast.CondExpr,  # `if c then a else it.`: the dot ends `it`, not the `if`
+                    ast.LoopExpr,  # `… until c else s.`
                 ),
             )
         ):
@@ -601,6 +665,76 @@ def _context(toks: list[Tok]) -> _Ctx:
     if code and code[-1].value == "|":
         ctx.in_type = ctx.in_type or any(t.value == "type" for t in code[-12:])
     return ctx
+
+
+#: on the line before the cursor, after a finished expression: an `if` still waiting for its
+#: `then`, a `then` for its `else`, a loop's `until` for its `else`
+_AWAITED = (
+    (re.compile(r"\bif\b(?![^\n]*\bthen\b)[^\n{]*\S[ \t]*\Z"), "then", "if c then a else b"),
+    (re.compile(r"\bthen\b(?![^\n]*\belse\b)[^\n]*\S[ \t]*\Z"), "else", "if c then a else b"),
+    (
+        re.compile(r"\buntil\b(?![^\n]*\belse\b)[^\n]*\S[ \t]*\Z"),
+        "else",
+        'until c else fail "…" (or else <value>)',
+    ),
+)
+
+
+def _awaited_keywords(line: str) -> list[tuple[str, str, str]]:
+    """The keywords the open construct of ``line`` (the text before the cursor on its line,
+    after a finished expression) waits for: ``then`` after ``if c``, ``else`` after
+    ``then a`` or a loop's ``until c``."""
+    out: list[tuple[str, str, str]] = []
+    for pattern, word, detail in _AWAITED:
+        if pattern.search(line) and all(word != w for w, _, _ in out):
+            out.append((word, "keyword", detail))
+    return out
+
+
+def _pattern_value(p: ast.Expr) -> Any:
+    """The value of a literal ``match`` pattern (a negative number too), or the class itself
+    for anything else (equal to no value)."""
+    if isinstance(p, ast.StringLit) and p.is_plain:
+        return p.text
+    if isinstance(p, (ast.NumberLit, ast.BoolLit)):
+        return p.value
+    if isinstance(p, ast.NullLit):
+        return None
+    if isinstance(p, ast.Unary) and p.op == "-" and isinstance(p.operand, ast.NumberLit):
+        return -p.operand.value
+    return ast.Expr
+
+
+def _match_arm_completions(a: Analysis, offset: int) -> list[Completion]:
+    """Where an arm of a ``match`` begins (after its ``{`` or an arm's ``,``): the values of
+    the subject's type no arm covers yet, as patterns to write (``"medium"``), and ``_``; empty
+    when ``offset`` is in no ``match``'s arms or the subject's values are not a finite set."""
+    best: ast.MatchExpr | None = None
+    for n in ast.walk(a.module):
+        if (
+            isinstance(n, ast.MatchExpr)
+            and n.subject.span.end < offset <= n.span.end
+            and not any(arm.span.start <= offset <= arm.span.end for arm in n.arms)
+            and (best is None or n.span.start >= best.span.start)
+        ):
+            best = n
+    if best is None or id(best.subject) not in a.result.expr_types:
+        return []
+    values = T.finite_values(a.result.type_of(best.subject), a.result.env)
+    if not values:
+        return []
+    covered = [_pattern_value(p) for arm in best.arms for p in arm.patterns]
+    said = f"a value of `{type_names.spelt(a.result.env, a.result.type_of(best.subject))}`"
+    out = [
+        Completion(T.literal_str(v), "value", f"{said}: no arm covers it yet")
+        for v in values
+        if not any(v == c and type(v) is type(c) for c in covered)
+    ]
+    if out and not any(
+        arm.wildcard_span is not None and arm.span.end < offset for arm in best.arms
+    ):
+        out.append(Completion("_", "keyword", "every other value (the last arm)"))
+    return out
 
 
 def _after_call(code: list[Any]) -> bool:

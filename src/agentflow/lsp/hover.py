@@ -140,7 +140,8 @@ def _target_hover(
                 return locate.fence(shown), ident.span
         if kind == "catchdecl":  # not read in its fallback: still the failure, an `Error`
             return locate.fence(f"(error) {ident.name}: Error"), ident.span
-        return None
+        unused = unused_binding(a, payload[0], ident)
+        return (locate.fence(unused), ident.span) if unused is not None else None
     if kind == "member":
         m: ast.Member = payload
         t = res.type_of(m)
@@ -148,6 +149,8 @@ def _target_hover(
         doc, what = None, "field"
         if obj is not None and m.name in obj.fields:
             doc = obj.fields[m.name].doc
+            if id(m) not in res.expr_types:  # an object literal's key: its field's type
+                t = obj.fields[m.name].type
             declared = obj.fields[m.name].span
             if (  # `r.a` of `let r = parallel { a: … }`
                 isinstance(declared, Span)
@@ -330,6 +333,24 @@ def symbol_doc(a: Analysis, sym: Symbol) -> str | None:
         t = a.result.input_type
         if isinstance(t, T.NamedRef):
             return locate.type_doc(a, t.name)
+    return None
+
+
+def unused_binding(a: Analysis, decl: Any, ident: ast.Ident) -> str | None:
+    """The hover of a loop's variable, round or state that nothing reads (the checker records
+    the symbols of names read): its kind and type from the loop — a round is an ``int``, a
+    state the loop's value, a variable an element of what the loop runs over."""
+    res = a.result
+    if isinstance(decl, ast.ReduceExpr) and ident is decl.acc and id(decl) in res.expr_types:
+        return labelled(f"(acc) {ident.name}", type_text(a, res.type_of(decl)))
+    if isinstance(decl, ast.LoopExpr) and ident is decl.var:
+        return f"(loopvar) {ident.name}: int"
+    if isinstance(decl, (ast.MapExpr, ast.FilterExpr, ast.ReduceExpr)) and ident is decl.var:
+        if id(decl.over) not in res.expr_types:
+            return None
+        over = res.env.resolve(T.strip_optional(res.type_of(decl.over), res.env))
+        elem = over.elem if isinstance(over, (T.ListType, T.RangeType)) else None
+        return labelled(f"(loopvar) {ident.name}", None if elem is None else type_text(a, elem))
     return None
 
 

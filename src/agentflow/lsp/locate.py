@@ -182,6 +182,9 @@ def target(a: Analysis, offset: int) -> tuple[str, Any, list[ast.Node]] | None:
         if s.start <= offset <= s.end:
             return "member", node, path
         return "expr", node, path
+    if isinstance(node, ast.ObjectEntry) and isinstance(parent, ast.ObjectLit):
+        key = literal_key(a, parent, node, offset)
+        return ("member", key, path) if key is not None else None
     if isinstance(node, ast.ToolRef):
         if not node.pattern:
             sig = a.result.tool_decls.get(node.name) or a.result.tools.get(node.name)
@@ -191,6 +194,27 @@ def target(a: Analysis, offset: int) -> tuple[str, Any, list[ast.Node]] | None:
     if isinstance(node, ast.Expr) and not isinstance(node, ast.ProjectionItem):
         return "expr", node, path
     return None
+
+
+def literal_key(
+    a: Analysis, lit: ast.ObjectLit, entry: ast.ObjectEntry, offset: int
+) -> ast.Member | None:
+    """The key of ``entry`` under ``offset`` as the field it gives a value to —
+    ``{ approved: true }`` where a ``Result`` is expected: the field ``approved`` of
+    ``Result`` — told as a :class:`ast.Member` of the literal (name span without the quotes of
+    a quoted key), so that hover, definition, references and rename treat it as ``r.approved``;
+    None when the literal's type has no such field."""
+    sp = entry.key_span
+    if not sp.start <= offset <= sp.end or id(lit) not in a.result.expr_types:
+        return None
+    obj = object_of(a, a.result.type_of(lit))
+    if obj is None or entry.key not in obj.fields:
+        return None
+    if sp.end - sp.start == len(entry.key) + 2 and sp.line == sp.end_line:  # `"title": …`
+        sp = Span(
+            sp.file, sp.line, sp.column + 1, sp.line, sp.end_column - 1, sp.start + 1, sp.end - 1
+        )
+    return ast.Member(sp, lit, entry.key, sp)
 
 
 def branch_under(a: Analysis, offset: int) -> ast.ObjectEntry | None:

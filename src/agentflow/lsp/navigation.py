@@ -338,6 +338,35 @@ def field_uses(a: Analysis, key: tuple[str, int, int]) -> list[Span]:
             for entry in n.entries:
                 if _same_decl(obj.fields.get(entry.key), key):
                     out.append(_key_name(entry))
+        elif isinstance(n, ast.Binary) and n.op in ("==", "!=") and id(n.left) in res.expr_types:
+            # `expect revise == { approved: true, … }`: the literal's keys are the fields of
+            # the other side's type (an operand of `==` has no expected type of its own)
+            for lit, other in ((n.right, n.left), (n.left, n.right)):
+                if id(other) in res.expr_types:
+                    out.extend(_compared_keys(a, lit, res.type_of(other), key))
+    return out
+
+
+def _compared_keys(a: Analysis, lit: ast.Expr, t: Any, key: tuple[str, int, int]) -> list[Span]:
+    """The keys of the object literals in ``lit`` (nested in objects and lists) that name the
+    field declared at ``key`` of the type ``t`` they are compared with."""
+    out: list[Span] = []
+    if isinstance(lit, ast.ListLit):
+        lt = a.result.env.resolve(T.strip_optional(t, a.result.env))
+        if isinstance(lt, T.ListType):
+            for item in lit.items:
+                out.extend(_compared_keys(a, item, lt.elem, key))
+        return out
+    obj = locate.object_of(a, t) if isinstance(lit, ast.ObjectLit) else None
+    if obj is None or not isinstance(lit, ast.ObjectLit):
+        return out
+    for entry in lit.entries:
+        f = obj.fields.get(entry.key)
+        if f is None:
+            continue
+        if _same_decl(f, key):
+            out.append(_key_name(entry))
+        out.extend(_compared_keys(a, entry.value, f.type, key))
     return out
 
 
@@ -602,6 +631,8 @@ def value_clash(a: Analysis, new: str, spans: list[Span], param: bool = False) -
                     return f"`{new}` is already a parameter of `{item.name.name}`"
     for site in spans:
         line = local_clash(a, new, site)
+        if line is not None and line > site.line:  # a later `let` of the same block
+            return f"`{new}` is already in scope in this block: a `let` of the same block (line {line})"
         if line is not None:
             return (
                 f"`{new}` is already a variable in scope at line {site.line} "
