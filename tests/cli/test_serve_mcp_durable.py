@@ -145,6 +145,7 @@ async def test_a_killed_server_resumes_the_run_and_the_same_key_gets_its_result(
             first.wait(5)
 
 
+@pytest.mark.battery  # README.md "The battery tier"
 async def test_on_temporal_a_killed_server_s_run_goes_on_and_the_same_key_gets_its_result(
     served, temporal_server
 ):

@@ -63,6 +63,7 @@ MAX_CHARS = 900
 MIN_USES = 20 * SWEEP // 20000
 
 
+@pytest.mark.battery  # README.md "The battery tier"
 def test_generated_programs_sweep():
     workers = 2
     share = [SWEEP // workers + (i < SWEEP % workers) for i in range(workers)]

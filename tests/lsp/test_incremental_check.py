@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 import re
 
+import pytest
 from support.paths import REPO, TESTS
 
 from agentflow.compiler.api import check_source
@@ -83,6 +84,7 @@ def _edit(text: str, rnd: random.Random) -> str:
     return text[:i] + text[i + rnd.randrange(1, 4) :]
 
 
+@pytest.mark.battery  # README.md "The battery tier"
 def test_incremental_check_equals_full_check_on_random_edits():
     files = sorted(TESTS.rglob("*.flow")) + sorted((REPO / "examples").rglob("*.flow"))
     files = [f for f in files if f.read_text(encoding="utf-8").count("stage ") >= 2]

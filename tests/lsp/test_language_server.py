@@ -620,6 +620,7 @@ def _dkey(ds):
     ]
 
 
+@pytest.mark.battery  # README.md "The battery tier"
 def test_incremental_parse_equals_full_parse():
     import random
 

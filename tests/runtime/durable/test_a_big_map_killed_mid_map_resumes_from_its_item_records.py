@@ -81,7 +81,10 @@ def _recorded(db: Path) -> set[int]:
     return {int(name.split("/do.")[1].split("/")[0]) for name in names if "/do." in name}
 
 
-@pytest.mark.parametrize("level", ["full", "normal"])
+@pytest.mark.parametrize(
+    "level",
+    ["full", pytest.param("normal", marks=pytest.mark.battery)],  # README.md "The battery tier"
+)
 def test_a_run_killed_mid_map_resumes_without_running_a_recorded_item_again(
     tmp_path: Path, level: str
 ) -> None:

@@ -13,7 +13,10 @@ import pytest
 from support.crash_battery import run_battery
 
 
-@pytest.mark.parametrize("synchronous", ["full", "normal"])
+@pytest.mark.parametrize(
+    "synchronous",
+    ["full", pytest.param("normal", marks=pytest.mark.battery)],  # README.md "The battery tier"
+)
 def test_killed_and_resumed_runs_trace_each_finished_event_once(tmp_path, synchronous):
     # a SIGKILL is a process crash, which every `synchronous` level survives (docs/durable.md
     # "Big maps: item records and synchronous"; `extra` is `full` and a synced directory)

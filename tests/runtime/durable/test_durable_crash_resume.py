@@ -22,6 +22,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from support.crash_battery import model, note_of, project_files, traced_notes
 
 ITEMS = 20
@@ -207,6 +208,7 @@ POINTS = (
 )
 
 
+@pytest.mark.battery  # README.md "The battery tier"
 def test_a_run_killed_at_each_point_resumes_to_the_uninterrupted_output(
     tmp_path, chat_server, monkeypatch
 ):

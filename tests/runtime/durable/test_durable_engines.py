@@ -523,6 +523,7 @@ def _note_of(path: str) -> int:
     return {"E1": {"S0": x, "S1": 100 + x}.get(rest[0] if rest else "", -1), "E3": 1000 + x}[step]
 
 
+@pytest.mark.battery  # README.md "The battery tier"
 def test_on_temporal_a_wide_map_runs_in_batches_resumes_after_a_kill_and_equals_the_plain_run(
     tmp_path, request
 ):

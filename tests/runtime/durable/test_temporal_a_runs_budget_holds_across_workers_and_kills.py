@@ -26,6 +26,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from support.durable_questions import flowc
 from support.fleet import Workers
 
@@ -187,6 +188,7 @@ SEQUENCE_PLAN = MAP_PLAN.replace("concurrency: 8", "concurrency: 1").replace(
 )
 
 
+@pytest.mark.battery  # README.md "The battery tier"
 def test_a_killed_runs_calls_count_once_recorded_and_again_when_sent_again(
     tmp_path, chat_server, temporal_server
 ):

@@ -19,6 +19,7 @@ import subprocess
 import time
 from typing import Any
 
+import pytest
 from support.chat_server import TEST_API_KEY, answer
 from support.fleet import fleet_env, fleet_project, flowc, labelled_items_plan
 
@@ -67,6 +68,7 @@ def _waiting(markers: dict[str, list[str]]) -> str | None:
     return None
 
 
+@pytest.mark.battery  # README.md "The battery tier"
 def test_on_temporal_a_tool_is_not_run_again_when_its_worker_dies_while_a_call_waits_for_a_slot(
     tmp_path, chat_server, temporal_server
 ):

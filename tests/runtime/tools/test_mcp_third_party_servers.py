@@ -138,6 +138,7 @@ async def test_every_tool_of_server_everything_is_callable_from_flow_over_stdio(
     await run_every_tool(tmp_path, everything_stdio(), chat_server)
 
 
+@pytest.mark.battery  # README.md "The battery tier"
 async def test_every_tool_of_server_everything_is_callable_from_flow_over_http(
     tmp_path, chat_server
 ):
