@@ -512,21 +512,33 @@ def _index_of(xs: list[object], x: Any) -> int:
     return next((i for i, y in enumerate(xs) if strict_eq(x, y)), -1)
 
 
+def _key_of(spellings: dict[object, str], v: Any) -> str:
+    """The key `count_by` / `group_by` file ``v`` under: values equal by ``==`` (``1`` and
+    ``1.0``, ``0`` and ``-0.0``) share one key, spelled as the first of them renders."""
+    k = eq_key(v)
+    text = spellings.get(k)
+    if text is None:
+        text = spellings[k] = _render(v)
+    return text
+
+
 def _group_by(xs: list[Any], field: str) -> dict[str, list[Any]]:
     out: dict[str, list[Any]] = {}
+    spellings: dict[object, str] = {}
     for i, x in enumerate(xs):
         if not i % _EVERY:
             checkpoint(_EVERY)
-        out.setdefault(_render(_field(x, field)), []).append(x)
+        out.setdefault(_key_of(spellings, _field(x, field)), []).append(x)
     return out
 
 
 def _count_by(xs: list[Any], field: str | None) -> dict[str, int]:
     out: dict[str, int] = {}
+    spellings: dict[object, str] = {}
     for i, x in enumerate(xs):
         if not i % _EVERY:
             checkpoint(_EVERY)
-        key = _render(x if field is None else _field(x, field))
+        key = _key_of(spellings, x if field is None else _field(x, field))
         out[key] = out.get(key, 0) + 1
     return out
 
