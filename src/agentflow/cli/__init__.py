@@ -394,7 +394,14 @@ def compile(file: str, out: str | None, fmt: str) -> None:
         try:
             Path(out).write_text(text, encoding="utf-8")
         except OSError as e:
-            _err(f"error: cannot write {out}: {e.strerror or e}")
+            parent = Path(out).parent
+            if not parent.is_dir():  # name the missing folder, not just "No such file"
+                _err(
+                    f"error: cannot write {out}: the folder {parent} does not exist\n"
+                    f"  hint: create it first (mkdir -p {parent}) or choose another -o path"
+                )
+            else:
+                _err(f"error: cannot write {out}: {e.strerror or e}")
             sys.exit(1)
         _err(f"wrote {out}")
     else:
