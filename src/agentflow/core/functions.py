@@ -384,7 +384,8 @@ _SPECS: tuple[FunctionSpec, ...] = (
     _f(
         "group_by<T>(xs: T[], field: text) -> map<T[]>",
         "the objects grouped by the value of `field` (rendered as text, as `${…}` does), groups "
-        "and their members in first-seen order",
+        "and their members in first-seen order. Values equal by `==` share one group (`1` and "
+        "`1.0`, `0` and `-0.0`), keyed as the first of them renders",
         'group_by([{ k: "x", v: 1 }, { k: "y", v: 2 }, { k: "x", v: 3 }], "k")',
         {"x": [{"k": "x", "v": 1}, {"k": "x", "v": 3}], "y": [{"k": "y", "v": 2}]},
         _L,
@@ -393,7 +394,9 @@ _SPECS: tuple[FunctionSpec, ...] = (
     _f(
         "count_by<T>(xs: T[], field?: text) -> map<int>",
         "how many elements have each value of `field` (without `field`: each value of the "
-        "element), keys rendered as text, in first-seen order",
+        "element), keys rendered as text, in first-seen order. Values equal by `==` are "
+        'counted under one key (`count_by([1, 1.0])` gives `{"1": 2}`), spelled as the first of '
+        "them renders",
         'count_by(["bug", "docs", "bug"])',
         {"bug": 2, "docs": 1},
         _L,
