@@ -25,17 +25,24 @@ stage s -> int {
 """
 
 
-def test_resume_after_the_flow_was_edited_shows_no_excerpt_of_the_edited_file(
-    tmp_path: Path,
-) -> None:
-    flow = tmp_path / "ask5.flow"
+def _stopped_at_its_question(tmp_path: Path, name: str, run_id: str) -> Path:
+    """``FLOW`` written as ``name`` and run durably as ``run_id`` until it asks, then its process
+    killed while the question waits (the run is resumable); the flow's path."""
+    flow = tmp_path / name
     flow.write_text(FLOW)
-    run = start_flowc(tmp_path, "run", "ask5.flow", "--durable", "--run-id", "e5")
+    run = start_flowc(tmp_path, "run", name, "--durable", "--run-id", run_id)
     try:
-        wait_asked(tmp_path / ".flowc" / "durable.sqlite", "e5", run)
+        wait_asked(tmp_path / ".flowc" / "durable.sqlite", run_id, run)
     finally:
         run.kill()  # its process stops while the question waits: resumable
         run.communicate()
+    return flow
+
+
+def test_resume_after_the_flow_was_edited_shows_no_excerpt_of_the_edited_file(
+    tmp_path: Path,
+) -> None:
+    flow = _stopped_at_its_question(tmp_path, "ask5.flow", "e5")
     # two lines above the stage: line 5 on disk is now `let xs = [1]`
     flow.write_text(FLOW.replace("stage s", "// one\n// two\nstage s"))
     answered = subprocess.run(flowc("answer", "e5", "j", "5"), cwd=tmp_path, capture_output=True)
@@ -74,14 +81,7 @@ def test_a_flow_only_touched_since_the_run_started_is_not_taken_as_changed(
 def test_the_step_lines_of_a_resumed_run_whose_flow_changed_follow_a_note_on_their_positions(
     tmp_path: Path,
 ) -> None:
-    flow = tmp_path / "ask6.flow"
-    flow.write_text(FLOW)
-    run = start_flowc(tmp_path, "run", "ask6.flow", "--durable", "--run-id", "e6")
-    try:
-        wait_asked(tmp_path / ".flowc" / "durable.sqlite", "e6", run)
-    finally:
-        run.kill()
-        run.communicate()
+    flow = _stopped_at_its_question(tmp_path, "ask6.flow", "e6")
     flow.write_text(FLOW.replace("stage s", "// one\n// two\nstage s"))
     answered = subprocess.run(flowc("answer", "e6", "j", "0"), cwd=tmp_path, capture_output=True)
     assert answered.returncode == 0, answered.stderr.decode()
@@ -99,14 +99,7 @@ def test_the_step_lines_of_a_resumed_run_whose_flow_changed_follow_a_note_on_the
 
 
 def test_a_resumed_run_whose_flow_is_unchanged_has_no_note(tmp_path: Path) -> None:
-    flow = tmp_path / "ask7.flow"
-    flow.write_text(FLOW)
-    run = start_flowc(tmp_path, "run", "ask7.flow", "--durable", "--run-id", "e7")
-    try:
-        wait_asked(tmp_path / ".flowc" / "durable.sqlite", "e7", run)
-    finally:
-        run.kill()
-        run.communicate()
+    _stopped_at_its_question(tmp_path, "ask7.flow", "e7")
     answered = subprocess.run(flowc("answer", "e7", "j", "0"), cwd=tmp_path, capture_output=True)
     assert answered.returncode == 0, answered.stderr.decode()
     resumed = subprocess.run(flowc("resume", "e7"), cwd=tmp_path, capture_output=True)

@@ -153,3 +153,25 @@ def flowc_in_process(*args: str) -> Any:
         return CliRunner().invoke(main, list(args))
     finally:
         shutdown()
+
+
+def cli_in_process(*args: str) -> Any:
+    """``flowc ARGS`` run in this process (click's ``CliRunner``), DBOS shut down after it so
+    the next command opens its database afresh; click's ``Result``."""
+    from click.testing import CliRunner
+
+    from agentflow.cli import main
+    from agentflow.runtime.durable.dbos_engine import shutdown
+
+    result = CliRunner().invoke(main, list(args))
+    shutdown()
+    return result
+
+
+def run_status(run_id: str) -> str:
+    """The status ``flowc runs --json`` (in this process) gives durable run ``run_id``."""
+    import json
+
+    listed = json.loads(cli_in_process("runs", "--json").stdout)
+    (run,) = [r for r in listed if r["run_id"] == run_id]
+    return str(run["status"])

@@ -13,10 +13,10 @@ import signal
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from support.durable_questions import NAPPING, kill_when_started, start_flowc, wait_asked
+from support.durable_questions import cli_in_process as _cli
+from support.durable_questions import run_status as _status
 
-from agentflow.cli import main
 from agentflow.runtime.durable.dbos_engine import shutdown
 
 FLOW = """\
@@ -63,17 +63,6 @@ def stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     assert _cli("answer", "k1", "ok", "true").exit_code == 0
     yield tmp_path
     shutdown()
-
-
-def _cli(*args: str):
-    result = CliRunner().invoke(main, list(args))
-    shutdown()
-    return result
-
-
-def _status(run_id: str) -> str:
-    (run,) = [r for r in json.loads(_cli("runs", "--json").stdout) if r["run_id"] == run_id]
-    return str(run["status"])
 
 
 def test_resume_without_the_api_key_is_refused_as_run_refuses_it_and_the_run_stays_stopped(

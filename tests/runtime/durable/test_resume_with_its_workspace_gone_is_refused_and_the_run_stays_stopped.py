@@ -5,14 +5,13 @@ taken up and its first file tool ended it `error` for good, "cannot open the wor
 
 from __future__ import annotations
 
-import json
 import shutil
 import signal
 
-from click.testing import CliRunner
+from support.durable_questions import cli_in_process as _cli
+from support.durable_questions import run_status as _status
 from support.durable_questions import start_flowc, wait_asked
 
-from agentflow.cli import main
 from agentflow.runtime.durable.dbos_engine import shutdown
 
 FLOW = """\
@@ -22,17 +21,6 @@ stage s -> json {
   return write_file(path: "o.txt", content: "x")
 }
 """
-
-
-def _cli(*args: str):
-    result = CliRunner().invoke(main, list(args))
-    shutdown()
-    return result
-
-
-def _status(run_id: str) -> str:
-    (run,) = [r for r in json.loads(_cli("runs", "--json").stdout) if r["run_id"] == run_id]
-    return str(run["status"])
 
 
 def test_resume_without_its_workspace_is_refused_and_the_run_stays_stopped(tmp_path, monkeypatch):
