@@ -300,3 +300,16 @@ def test_round_zero_of_a_loop_is_refused_before_the_run_saying_rounds_count_from
     ]
     first = _answered(tmp_path, monkeypatch, NESTED, '["a"]', "ok[0][1]=yes")
     assert first.exit_code == 0 and "answered true" in first.stderr, first.output
+
+
+def test_an_unanswered_ask_of_one_map_item_shows_the_answer_for_that_item_alone(
+    tmp_path, monkeypatch
+):
+    # `--answer p=VALUE` answers every item: the hint also gives `p[1]=VALUE`, this item's
+    flow = (
+        'flow m "asks in a map"\nstage s -> int[] {\n  let xs = [1, 2]\n  return map xs as x {\n'
+        '    let p = ask "Go on with ${x}?" expect int\n    return p + x\n  }\n}\n'
+    )
+    out = _answered(tmp_path, monkeypatch, flow, "[]", "p[0]=1")
+    assert out.exit_code == 1, out.output
+    assert "`--answer p[1]=VALUE` answers this one alone, `p=VALUE` every one" in out.stderr

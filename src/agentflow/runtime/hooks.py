@@ -647,8 +647,14 @@ def unanswered_message(
     elif durable:
         ways = f"answer it sooner with `flowc answer RUN {name} VALUE`, or {default}"
     else:
+        exact = indexed_name(request.label) if request.label else None
+        this_one = (  # a map's item or a loop's round: NAME answers every one of them
+            f" (`--answer {exact}=VALUE` answers this one alone, `{name}=VALUE` every one)"
+            if exact and exact != name
+            else ""
+        )
         ways = (
-            f"answer it with `--answer {name}=VALUE` (from Python: `answers={{"
+            f"answer it with `--answer {name}=VALUE`{this_one} (from Python: `answers={{"
             f"{json.dumps(name, ensure_ascii=False)}: VALUE}}`), run with `--durable` and "
             f"answer it with `flowc answer RUN {name} VALUE`, or {default}"
         )

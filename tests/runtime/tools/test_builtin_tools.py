@@ -276,3 +276,19 @@ def test_policy_and_effective_tools(catalog):
     with pytest.raises(RunError) as info:
         effective_tools(catalog, ["linaer__*"], None)
     assert "linaer__*" in info.value.message
+
+
+async def test_list_dir_leaves_out_a_fifo_and_a_link_to_it_which_no_file_tool_reads(catalog, ws):
+    os.mkfifo(ws / "pipe")
+    (ws / "to-pipe").symlink_to("pipe")
+    ctx = ctx_for(ws)
+    listed = await call(catalog, "list_dir", {"recursive": True}, ctx)
+    assert not any(e["path"] in ("pipe", "to-pipe") for e in listed), listed
+    assert {"path": "README.md", "kind": "file"} in listed
+    # every entry listed is one read_file (a file) or list_dir (a directory) takes
+    for entry in listed:
+        tool = "read_file" if entry["kind"] == "file" else "list_dir"
+        try:
+            await call(catalog, tool, {"path": entry["path"]}, ctx)
+        except RunError as e:  # bin.dat: read, and refused for what it holds
+            assert "binary" in str(e), e

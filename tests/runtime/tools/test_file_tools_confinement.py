@@ -120,7 +120,7 @@ def test_a_fifo_is_refused_at_once_not_waited_on(tmp_path):
     assert call("grep", {"pattern": "needle"}, tmp_path) == [
         {"path": "a.txt", "line": 1, "text": "needle"}
     ]
-    assert {"path": "pipe", "kind": "file"} in call("list_dir", {}, tmp_path)
+    assert call("list_dir", {}, tmp_path) == [{"path": "a.txt", "kind": "file"}]  # and listing
     assert time.monotonic() - started < scaled(5)
 
 

@@ -324,8 +324,8 @@ def list_dir(args: dict[str, Any], ctx: ToolContext) -> list[dict[str, str]]:
                         kind = _link_kind(ws, entry.parts)
                         if kind is None:
                             continue  # dangling, looping or leading out of the workspace
-                    elif kind != "dir":
-                        kind = "file"
+                    elif kind == "other":
+                        continue  # a FIFO, socket or device: no file tool reads it, as glob
                     if len(out) >= MAX_LIST_ENTRIES:
                         raise _err(
                             f"'{path}' holds more than {MAX_LIST_ENTRIES} entries; list a "
@@ -348,7 +348,9 @@ def _link_kind(ws: confined.Workspace, parts: tuple[str, ...]) -> str | None:
         return None
     if stat.S_ISLNK(info.st_mode):
         return None  # changed under us
-    return "dir" if stat.S_ISDIR(info.st_mode) else "file"
+    if stat.S_ISDIR(info.st_mode):
+        return "dir"
+    return "file" if stat.S_ISREG(info.st_mode) else None  # a FIFO, socket, device: left out
 
 
 def _check_pattern(pattern: str) -> None:
