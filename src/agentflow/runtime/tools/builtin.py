@@ -319,13 +319,11 @@ def list_dir(args: dict[str, Any], ctx: ToolContext) -> list[dict[str, str]]:
                     loc, descend=lambda _parts: recursive, skip=lambda n: n.casefold() in SKIP_DIRS
                 )
                 for entry in entries:
-                    kind: str | None = entry.kind
-                    if kind == "link":
-                        kind = _link_kind(ws, entry.parts)
-                        if kind is None:
-                            continue  # dangling, looping or leading out of the workspace
-                    elif kind == "other":
-                        continue  # a FIFO, socket or device: no file tool reads it, as glob
+                    # a link: its target's kind, None when it dangles, loops or leads out of
+                    # the workspace; "other" (a FIFO, socket or device): no file tool reads it
+                    kind = _link_kind(ws, entry.parts) if entry.kind == "link" else entry.kind
+                    if kind is None or kind == "other":
+                        continue
                     if len(out) >= MAX_LIST_ENTRIES:
                         raise _err(
                             f"'{path}' holds more than {MAX_LIST_ENTRIES} entries; list a "
