@@ -9,26 +9,20 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support.local_provider import TWO_KEYED_PROVIDERS
 
 from agentflow import api
 from agentflow.errors import ConfigError
 from agentflow.runtime.config import load_config
 from agentflow.runtime.model_needs import model_problem, plan_model_refs
 
-CONFIG = """\
-[models]
-default = "first:m"
-[providers.first]
-kind = "openai"
-base_url = "http://127.0.0.1:9/v1"
-api_key_env = "FIRST_KEY"
-[providers.second]
-kind = "openai"
-base_url = "http://127.0.0.1:9/v1"
-api_key_env = "SECOND_KEY"
+CONFIG = (
+    TWO_KEYED_PROVIDERS
+    + """\
 [agents.writer]
 model = "second:m2"
 """
+)
 
 FLOW = """\
 use agent "helper" as helper

@@ -44,3 +44,20 @@ def run_against(
             check=False,
             env={**os.environ, **KEY_ENV, "NO_COLOR": "1"},
         )
+
+
+#: A `flow.toml`'s head naming two providers that nothing listens for (port 9), each with its
+#: own key variable (``FIRST_KEY``, ``SECOND_KEY``), the default model ``first:m``: the
+#: key-check tests add their agents and tools after it
+TWO_KEYED_PROVIDERS = """\
+[models]
+default = "first:m"
+[providers.first]
+kind = "openai"
+base_url = "http://127.0.0.1:9/v1"
+api_key_env = "FIRST_KEY"
+[providers.second]
+kind = "openai"
+base_url = "http://127.0.0.1:9/v1"
+api_key_env = "SECOND_KEY"
+"""
